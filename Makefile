@@ -1,0 +1,36 @@
+# driftless — see README.md. `make help` lists the targets.
+
+SHELL := /usr/bin/env bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/driftless/driftless/internal/cli.version=$(VERSION) \
+           -X github.com/driftless/driftless/internal/cli.commit=$(COMMIT)
+TOOLS := $(GO) tool -modfile=hack/tools/go.mod
+export DRIFTLESS_K8S_BIN := $(CURDIR)/bin/k8s
+
+.PHONY: help build controlplane test lint demo clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+build: ## build bin/driftless
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/driftless ./cmd/driftless
+
+controlplane: ## build etcd, kube-apiserver and kubectl into bin/k8s (cached)
+	hack/controlplane/build.sh
+
+test: controlplane ## run every test, unit and against a real control plane
+	$(GO) test -count=1 -timeout 20m ./...
+
+lint: ## gofmt, go vet, staticcheck
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(TOOLS) staticcheck ./...
+
+demo: controlplane build ## run the demo on a local control plane
+	hack/demo.sh
+
+clean: ## stop the local cluster and remove build outputs (keeps bin/k8s)
+	-hack/local-cluster.sh down
+	rm -rf .local bin/driftless bin/localcluster

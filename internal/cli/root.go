@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a specific process exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// NewRootCommand returns the driftless command tree writing to out and errOut.
+func NewRootCommand(out, errOut io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "driftless",
+		Short: "Pull-based GitOps agent for Kubernetes",
+		Long: `driftless keeps a Kubernetes cluster equal to a git repository.
+
+It runs inside each cluster, pulls the desired state from git, applies it
+with server-side apply, prunes what was removed from git, and puts back what
+someone changed by hand, naming who changed which field.
+
+Run "driftless <command> --help" for the flags of each command.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.AddCommand(newVersionCommand())
+	return root
+}
+
+// Execute runs the command line args and returns the process exit code.
+func Execute(args []string, out, errOut io.Writer) int {
+	root := NewRootCommand(out, errOut)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(errOut, "Error: %v\n", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return 2
+	}
+	return 0
+}

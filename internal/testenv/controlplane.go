@@ -1,0 +1,278 @@
+package testenv
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// ControlPlane is a real etcd and kube-apiserver on loopback ports, built
+// from Go modules by hack/controlplane. Tests start one per package; the
+// hack/local-cluster.sh script starts a detached one for the demo.
+type ControlPlane struct {
+	// Dir holds the data, certificates, logs, pid files and kubeconfig.
+	Dir string
+	// BinDir holds the etcd and kube-apiserver binaries.
+	BinDir string
+	// Detach leaves the processes running when the starting process
+	// exits (for hack/local-cluster.sh); otherwise they die with it.
+	Detach bool
+
+	// APIServerURL is set by Start.
+	APIServerURL string
+
+	procs []*exec.Cmd
+}
+
+// Component names, also the names of their binaries, logs and pid files.
+const (
+	etcdName      = "etcd"
+	apiserverName = "kube-apiserver"
+)
+
+// KubeconfigPath is the admin kubeconfig written by Start.
+func (cp *ControlPlane) KubeconfigPath() string { return filepath.Join(cp.Dir, "kubeconfig") }
+
+// Start launches etcd and kube-apiserver on free loopback ports and waits
+// until the API server is ready. On failure it stops whatever it started
+// and returns an error that includes the end of the failing component's log.
+func (cp *ControlPlane) Start(ctx context.Context) error {
+	if err := cp.checkBinaries(); err != nil {
+		return err
+	}
+	certs := pki{dir: filepath.Join(cp.Dir, "pki")}
+	if err := certs.ensure(); err != nil {
+		return fmt.Errorf("control plane certificates: %w", err)
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	if err := cp.launch(etcdName,
+		"--name=driftless",
+		"--data-dir="+filepath.Join(cp.Dir, "etcd-data"),
+		"--listen-client-urls="+etcdURL,
+		"--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=driftless="+peerURL,
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	); err != nil {
+		return err
+	}
+	if err := cp.waitReady(ctx, etcdName, http.DefaultClient, etcdURL+"/health"); err != nil {
+		return errors.Join(err, cp.Stop())
+	}
+
+	cp.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	if err := cp.launch(apiserverName,
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--endpoint-reconciler-type=none", // loopback may not be advertised as an endpoint
+		"--secure-port="+strconv.Itoa(ports[2]),
+		"--cert-dir="+filepath.Join(cp.Dir, "apiserver-certs"),
+		"--tls-cert-file="+certs.path("apiserver.crt"),
+		"--tls-private-key-file="+certs.path("apiserver.key"),
+		"--client-ca-file="+certs.path("ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+certs.path("sa.pub"),
+		"--service-account-signing-key-file="+certs.path("sa.key"),
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--authorization-mode=RBAC",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--v=0",
+	); err != nil {
+		return errors.Join(err, cp.Stop())
+	}
+	if err := cp.writeKubeconfig(certs); err != nil {
+		return errors.Join(err, cp.Stop())
+	}
+	client, err := cp.adminHTTPClient(certs)
+	if err != nil {
+		return errors.Join(err, cp.Stop())
+	}
+	if err := cp.waitReady(ctx, apiserverName, client, cp.APIServerURL+"/readyz"); err != nil {
+		return errors.Join(err, cp.Stop())
+	}
+	return nil
+}
+
+// RESTConfig returns an admin client configuration for the control plane.
+func (cp *ControlPlane) RESTConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.KubeconfigPath())
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	return cfg, nil
+}
+
+// Stop terminates the processes this ControlPlane started, newest first,
+// and waits for them to exit.
+func (cp *ControlPlane) Stop() error {
+	var errs []error
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		errs = append(errs, stopPID(cp.procs[i].Process.Pid, 20*time.Second))
+		_ = cp.procs[i].Wait()
+	}
+	cp.procs = nil
+	return errors.Join(errs...)
+}
+
+func (cp *ControlPlane) checkBinaries() error {
+	for _, name := range []string{etcdName, apiserverName} {
+		if _, err := os.Stat(filepath.Join(cp.BinDir, name)); err != nil {
+			return fmt.Errorf("control plane binary %s not found in %s: run `make controlplane` (or `make test`, which builds it)", name, cp.BinDir)
+		}
+	}
+	return nil
+}
+
+func (cp *ControlPlane) launch(name string, args ...string) error {
+	logFile, err := os.OpenFile(filepath.Join(cp.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(filepath.Join(cp.BinDir, name), args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !cp.Detach {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	cp.procs = append(cp.procs, cmd)
+	return os.WriteFile(cp.pidFile(name), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600)
+}
+
+func (cp *ControlPlane) pidFile(name string) string { return filepath.Join(cp.Dir, name+".pid") }
+
+func (cp *ControlPlane) waitReady(ctx context.Context, name string, client *http.Client, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	proc := cp.procs[len(cp.procs)-1]
+	for {
+		if !processAlive(proc.Process.Pid) {
+			return fmt.Errorf("%s exited during start-up; last log lines:\n%s", name, cp.logTail(name))
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready at %s: %w; last log lines:\n%s", name, url, ctx.Err(), cp.logTail(name))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (cp *ControlPlane) logTail(name string) string {
+	data, _ := os.ReadFile(filepath.Join(cp.Dir, name+".log"))
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (cp *ControlPlane) writeKubeconfig(certs pki) error {
+	read := func(name string) []byte { b, _ := os.ReadFile(certs.path(name)); return b }
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["driftless-local"] = &clientcmdapi.Cluster{Server: cp.APIServerURL, CertificateAuthorityData: read("ca.crt")}
+	cfg.AuthInfos["driftless-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: read("admin.crt"), ClientKeyData: read("admin.key")}
+	cfg.Contexts["driftless-local"] = &clientcmdapi.Context{Cluster: "driftless-local", AuthInfo: "driftless-admin"}
+	cfg.CurrentContext = "driftless-local"
+	return clientcmd.WriteToFile(*cfg, cp.KubeconfigPath())
+}
+
+func (cp *ControlPlane) adminHTTPClient(certs pki) (*http.Client, error) {
+	pair, err := tls.LoadX509KeyPair(certs.path("admin.crt"), certs.path("admin.key"))
+	if err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(certs.path("ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}},
+	}, nil
+}
+
+// freePorts reserves n distinct free loopback ports by listening on them
+// at once, then releases them for the components to bind.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func processAlive(pid int) bool {
+	// A zombie still accepts signal 0; read its state to tell.
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// stopPID sends SIGTERM to the process group led by pid, then SIGKILL when
+// it has not exited within grace.
+func stopPID(pid int, grace time.Duration) error {
+	if !processAlive(pid) {
+		return nil
+	}
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !processAlive(pid) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	for range 100 {
+		if !processAlive(pid) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("process %d did not exit after SIGKILL", pid)
+}

@@ -1,0 +1,127 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultBinDir returns where the control plane binaries live: the
+// directory named by DRIFTLESS_K8S_BIN or KUBEBUILDER_ASSETS, else bin/k8s
+// at the root of the driftless checkout containing the working directory.
+func DefaultBinDir() string {
+	for _, env := range []string{"DRIFTLESS_K8S_BIN", "KUBEBUILDER_ASSETS"} {
+		if dir := os.Getenv(env); dir != "" {
+			return dir
+		}
+	}
+	if root, err := RepoRoot(); err == nil {
+		return filepath.Join(root, "bin", "k8s")
+	}
+	return filepath.Join("bin", "k8s")
+}
+
+// RepoRoot walks up from the working directory to the driftless module root.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(data), "module github.com/driftless/driftless\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the driftless checkout")
+		}
+		dir = parent
+	}
+}
+
+// DetachedStatus describes a control plane started with Detach.
+type DetachedStatus struct {
+	// Running lists the components whose recorded process is alive.
+	Running []string
+	// Stale lists the components with a pid file but no live process.
+	Stale []string
+}
+
+// Up reports whether every component is running.
+func (s DetachedStatus) Up() bool { return len(s.Running) == 2 }
+
+// StatusOf inspects the pid files in dir of a detached control plane whose
+// binaries are in binDir.
+func StatusOf(dir, binDir string) DetachedStatus {
+	var st DetachedStatus
+	for _, name := range []string{etcdName, apiserverName} {
+		pid, ok := readPID(filepath.Join(dir, name+".pid"))
+		switch {
+		case !ok:
+		case ownedBy(pid, filepath.Join(binDir, name)):
+			st.Running = append(st.Running, name)
+		default:
+			st.Stale = append(st.Stale, name)
+		}
+	}
+	return st
+}
+
+// StopDetached stops the processes recorded in dir's pid files, newest
+// first, and removes the pid files. A pid is signalled only when it still
+// runs the binary it was started from, so a reused pid is never killed.
+func StopDetached(dir, binDir string) ([]string, error) {
+	var stopped []string
+	var errs []error
+	for _, name := range []string{apiserverName, etcdName} {
+		pidFile := filepath.Join(dir, name+".pid")
+		pid, ok := readPID(pidFile)
+		if !ok {
+			continue
+		}
+		if ownedBy(pid, filepath.Join(binDir, name)) {
+			if err := stopPID(pid, 20*time.Second); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+				continue
+			}
+			stopped = append(stopped, name)
+		}
+		if err := os.Remove(pidFile); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return stopped, errors.Join(errs...)
+}
+
+func readPID(path string) (int, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid, err == nil && pid > 0
+}
+
+// ownedBy reports whether pid is alive and executing binary.
+func ownedBy(pid int, binary string) bool {
+	if !processAlive(pid) {
+		return false
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return false
+	}
+	want, err := filepath.Abs(binary)
+	if err != nil {
+		return false
+	}
+	if resolved, err := filepath.EvalSymlinks(want); err == nil {
+		want = resolved
+	}
+	return strings.TrimSuffix(exe, " (deleted)") == want
+}
