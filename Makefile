@@ -9,13 +9,17 @@ LDFLAGS := -X github.com/driftless/driftless/internal/cli.version=$(VERSION) \
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 export DRIFTLESS_K8S_BIN := $(CURDIR)/bin/k8s
 
-.PHONY: help build controlplane test lint demo clean
+.PHONY: help build generate controlplane test lint demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## build bin/driftless
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/driftless ./cmd/driftless
+
+generate: ## regenerate deepcopy (api/v1alpha1) and CRDs (config/crd/bases) from api markers
+	$(TOOLS) controller-gen object paths=./api/...
+	$(TOOLS) controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 
 controlplane: ## build etcd, kube-apiserver and kubectl into bin/k8s (cached)
 	hack/controlplane/build.sh

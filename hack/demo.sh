@@ -1,18 +1,143 @@
 #!/usr/bin/env bash
-# The driftless demo: a local control plane, shown, then stopped.
+# The driftless demo, behind `make demo`: the seed's story end to end on a
+# local control plane and a local git repository.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
-say "Starting a local Kubernetes control plane (etcd + kube-apiserver built from Go modules)"
+bold=$'\033[1m'; dim=$'\033[2m'; reset=$'\033[0m'
+[[ -t 1 ]] || { bold=""; dim=""; reset=""; }
+say()  { printf '\n%s==> %s%s\n' "$bold" "$*" "$reset"; }
+note() { printf '%s    %s%s\n' "$dim" "$*" "$reset"; }
+run()  { printf '%s$ %s%s\n' "$dim" "$*" "$reset"; "$@"; }
+
+demo_dir="$root/.local/demo"
+agent_pid=""
+cleanup() {
+  if [[ -n "$agent_pid" ]] && kill -0 "$agent_pid" 2>/dev/null; then
+    say "Stopping the agent"
+    kill "$agent_pid" && wait "$agent_pid" 2>/dev/null || true
+  fi
+  say "Stopping the local control plane"
+  hack/local-cluster.sh down
+}
+
+say "Starting a local Kubernetes control plane (etcd + kube-apiserver v1.37, built from Go modules)"
 kubeconfig="$(hack/local-cluster.sh up)"
-trap 'say "Stopping the local control plane"; hack/local-cluster.sh down' EXIT
+trap cleanup EXIT
 export KUBECONFIG="$kubeconfig"
-kubectl() { bin/k8s/kubectl "$@"; }
+kubectl() { "$root/bin/k8s/kubectl" "$@"; }
+git() { command git -c user.name="Platform Team" -c user.email=platform@example.com "$@"; }
 
-say "driftless and the cluster it talks to"
-bin/driftless version --kubeconfig "$KUBECONFIG"
+say "Creating a git repository laid out like the field report: namespaces/ and workloads/"
+rm -rf "$demo_dir" && mkdir -p "$demo_dir"
+git init --quiet --bare --initial-branch=main "$demo_dir/fleet.git"
+git clone --quiet "$demo_dir/fleet.git" "$demo_dir/work" 2>/dev/null
+cd "$demo_dir/work"
+mkdir -p namespaces workloads
+cat > namespaces/team-b.yaml <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: team-b
+EOF
+cat > workloads/app.yaml <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+  namespace: shop
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: app}
+  template:
+    metadata:
+      labels: {app: app}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+        resources:
+          limits:
+            memory: "512Mi"
+EOF
+cat > workloads/app-config.yaml <<'EOF'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-config
+  namespace: shop
+data:
+  GREETING: hello
+EOF
+# The Namespace sorts after the Deployment that lives in it: Flux v1
+# applied files alphabetically and failed here; driftless orders by kind.
+cat > workloads/zz-namespace.yaml <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+EOF
+git add -A && git commit --quiet -m "Add the shop app" && git push --quiet origin main
+run find namespaces workloads -type f
+note "workloads/zz-namespace.yaml sorts after workloads/app.yaml, which needs it."
 
-say "The cluster answers: kubectl get namespaces"
-kubectl get namespaces
+say "Running the agent with the field report's flags"
+cd "$root"
+run bin/driftless agent --kubeconfig "$KUBECONFIG" \
+  --git-url "file://$demo_dir/fleet.git" --git-branch main \
+  --git-path namespaces,workloads --sync-interval 5s \
+  --metrics-bind-address 0 --health-probe-bind-address 0 \
+  >"$root/.local/agent.log" 2>&1 &
+agent_pid=$!
+note "agent pid $agent_pid, log in .local/agent.log"
+
+# wait_for DESCRIPTION COMMAND... polls until COMMAND succeeds (60 s).
+wait_for() {
+  local what="$1"; shift
+  for _ in $(seq 1 120); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    if ! kill -0 "$agent_pid" 2>/dev/null; then
+      echo "the agent exited; its log:"; tail -20 "$root/.local/agent.log"; exit 1
+    fi
+    sleep 0.5
+  done
+  echo "timed out waiting for $what; agent log:"; tail -20 "$root/.local/agent.log"; exit 1
+}
+applied_revision() {
+  kubectl -n driftless-system get sync default -o jsonpath='{.status.lastAppliedRevision}'
+}
+revision_is() { [[ "$(applied_revision)" == "$1" ]]; }
+
+head="$(git -C "$demo_dir/work" rev-parse HEAD)"
+wait_for "the first sync" revision_is "$head"
+say "Synced. The Sync is Ready at the commit just pushed:"
+run kubectl get syncs -A
+run kubectl get namespaces shop team-b
+run kubectl -n shop get deployment,configmap -l driftless.dev/sync=driftless-system.default
+note "Every object carries the owner label and where it came from in git:"
+run kubectl -n shop get deployment app -o jsonpath='{.metadata.annotations.driftless\.dev/origin}{"\n"}'
+
+say "A limit change is a commit: memory 512Mi -> 1Gi"
+sed -i 's/memory: "512Mi"/memory: "1Gi"/' "$demo_dir/work/workloads/app.yaml"
+git -C "$demo_dir/work" diff --stat
+git -C "$demo_dir/work" commit --quiet -am "Raise the app's memory limit to 1Gi" && git -C "$demo_dir/work" push --quiet origin main
+head="$(git -C "$demo_dir/work" rev-parse HEAD)"
+wait_for "the limit change" revision_is "$head"
+run kubectl -n shop get deployment app -o jsonpath='{.spec.template.spec.containers[0].resources.limits.memory}{"\n"}'
+
+say "Removing a file from git prunes its object"
+git -C "$demo_dir/work" rm --quiet workloads/app-config.yaml
+git -C "$demo_dir/work" commit --quiet -m "Drop app-config" && git -C "$demo_dir/work" push --quiet origin main
+head="$(git -C "$demo_dir/work" rev-parse HEAD)"
+wait_for "the prune" revision_is "$head"
+run kubectl -n shop get configmap app-config || note "app-config is gone: pruned."
+
+say "Every sync is a record: the Sync's status and history"
+run kubectl -n driftless-system get sync default -o wide
+kubectl -n driftless-system get sync default -o jsonpath='{range .status.history[*]}{.revision}  {.result}  created={.created} configured={.configured} unchanged={.unchanged} pruned={.pruned}  ({.duration}){"\n"}{end}'
+say "...and an Event per sync"
+run kubectl -n driftless-system get events --field-selector involvedObject.kind=Sync -o custom-columns=REASON:.reason,MESSAGE:.message
+
+say "Done: applied, changed and pruned from git, every step recorded. Cleaning up."

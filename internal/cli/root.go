@@ -34,7 +34,7 @@ Run "driftless <command> --help" for the flags of each command.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(newVersionCommand(), newAgentCommand())
 	return root
 }
 

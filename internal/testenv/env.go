@@ -65,13 +65,24 @@ func (e *Env) Stop() error {
 //
 //	var env *testenv.Env
 //	func TestMain(m *testing.M) { testenv.Main(m, &env) }
-func Main(m *testing.M, env **Env) {
+func Main(m *testing.M, env **Env) { MainWith(m, env, nil) }
+
+// MainWith is Main with a setup step, such as installing CRDs, run once
+// the control plane is up and before the tests.
+func MainWith(m *testing.M, env **Env, setup func(*Env) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	e, err := Start(ctx)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: control plane did not start: %v\n", err)
 		os.Exit(1)
+	}
+	if setup != nil {
+		if err := setup(e); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: setup: %v\n", err)
+			_ = e.Stop()
+			os.Exit(1)
+		}
 	}
 	*env = e
 	code := m.Run()

@@ -1,0 +1,28 @@
+package v1alpha1
+
+// Labels and annotations on managed objects.
+const (
+	// SyncLabel marks an object as managed by a Sync; its value is
+	// "<sync-namespace>.<sync-name>". Watches select on it and prune only
+	// deletes objects that carry the pruning Sync's value.
+	SyncLabel = "driftless.dev/sync"
+	// OriginAnnotation says where in git an object came from:
+	// "<path>#<document index>@<short revision>".
+	OriginAnnotation = "driftless.dev/origin"
+	// PruneAnnotation set to "disabled" keeps an object when it is removed
+	// from git.
+	PruneAnnotation = "driftless.dev/prune"
+	// ForceAnnotation set to "enabled" lets driftless delete and re-create
+	// an object whose change touches an immutable field.
+	ForceAnnotation = "driftless.dev/force"
+	// ReconcileAnnotation set to "disabled" makes driftless leave an
+	// existing object alone.
+	ReconcileAnnotation = "driftless.dev/reconcile"
+
+	// Disabled and Enabled are the values of the opt-in/opt-out annotations.
+	Disabled = "disabled"
+	Enabled  = "enabled"
+)
+
+// SyncLabelValue is the SyncLabel value for the Sync namespace/name.
+func SyncLabelValue(namespace, name string) string { return namespace + "." + name }

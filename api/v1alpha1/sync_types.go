@@ -1,0 +1,201 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SyncKind is the kind name of Sync.
+const SyncKind = "Sync"
+
+// Condition types of a Sync. Ready, Reconciling and Stalled follow kstatus.
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// Condition reasons of a Sync.
+const (
+	ReasonSucceeded        = "Succeeded"
+	ReasonProgressing      = "Progressing"
+	ReasonSuspended        = "Suspended"
+	ReasonFetchFailed      = "FetchFailed"
+	ReasonBuildFailed      = "BuildFailed"
+	ReasonValidationFailed = "ValidationFailed"
+	ReasonApplyFailed      = "ApplyFailed"
+	ReasonPruneFailed      = "PruneFailed"
+	ReasonPruneRefused     = "PruneRefused"
+	ReasonInvalidSpec      = "InvalidSpec"
+)
+
+// GitSource is a git repository and the ref to follow in it. Exactly one
+// of Branch, Tag and Commit may be set; with none, Branch "master" is used.
+// +kubebuilder:validation:XValidation:rule="(has(self.branch) ? 1 : 0) + (has(self.tag) ? 1 : 0) + (has(self.commit) ? 1 : 0) <= 1",message="set at most one of branch, tag and commit"
+type GitSource struct {
+	// URL of the repository: ssh://, https://, http:// or file://.
+	// scp-like addresses (git@host:org/repo.git) are accepted for SSH.
+	// +kubebuilder:validation:MinLength=1
+	URL string `json:"url"`
+	// Branch to follow.
+	// +optional
+	Branch string `json:"branch,omitempty"`
+	// Tag to check out.
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// Commit (full SHA-1) to check out.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{40}$`
+	// +optional
+	Commit string `json:"commit,omitempty"`
+	// SecretRef names a Secret in the Sync's namespace with credentials:
+	// for SSH "identity" (private key) and "known_hosts"; for HTTPS
+	// "username" and "password", or "token".
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// InsecureSkipHostKeyCheck accepts any SSH host key. Without it, an
+	// SSH source needs known_hosts in the Secret and an unknown host is
+	// refused.
+	// +optional
+	InsecureSkipHostKeyCheck bool `json:"insecureSkipHostKeyCheck,omitempty"`
+}
+
+// LocalObjectReference names an object in the same namespace.
+type LocalObjectReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// Source is where the desired state comes from.
+type Source struct {
+	Git GitSource `json:"git"`
+}
+
+// SyncSpec is the desired state of a Sync.
+type SyncSpec struct {
+	Source Source `json:"source"`
+	// Paths are directories or files in the repository to apply, relative
+	// to its root. Every *.yaml, *.yml and *.json under them is read,
+	// recursively. Empty means the whole repository.
+	// +optional
+	Paths []string `json:"paths,omitempty"`
+	// Interval between syncs, a Go duration such as "1m" or "1h30m".
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:default="5m"
+	// +optional
+	Interval metav1.Duration `json:"interval,omitempty"`
+	// Timeout of one sync: fetch, render, apply and prune. A Go duration.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:default="5m"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// Prune deletes objects removed from git.
+	// +kubebuilder:default=true
+	// +optional
+	Prune *bool `json:"prune,omitempty"`
+	// AllowEmpty lets a render with no objects prune every object of a
+	// non-empty inventory. Without it such a sync is refused.
+	// +optional
+	AllowEmpty bool `json:"allowEmpty,omitempty"`
+	// Suspend stops syncing; the cluster is left as it is.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+	// TargetNamespace is given to namespaced objects that have no namespace.
+	// Without it they go to "default".
+	// +optional
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+}
+
+// InventoryEntry identifies one object a Sync applied.
+type InventoryEntry struct {
+	// ID is "<namespace>_<name>_<group>_<kind>".
+	ID string `json:"id"`
+	// Version is the API version the object was applied with.
+	Version string `json:"v"`
+}
+
+// SyncResult is the outcome of one sync attempt.
+// +kubebuilder:validation:Enum=Succeeded;Failed
+type SyncResult string
+
+// Sync results.
+const (
+	ResultSucceeded SyncResult = "Succeeded"
+	ResultFailed    SyncResult = "Failed"
+)
+
+// SyncRecord describes one sync attempt.
+type SyncRecord struct {
+	Revision  string      `json:"revision"`
+	StartedAt metav1.Time `json:"startedAt"`
+	// Duration of the attempt, such as "1.2s".
+	Duration string     `json:"duration"`
+	Result   SyncResult `json:"result"`
+	// Reason is the Ready condition's reason after the attempt.
+	// +optional
+	Reason     string `json:"reason,omitempty"`
+	Created    int    `json:"created"`
+	Configured int    `json:"configured"`
+	Unchanged  int    `json:"unchanged"`
+	Pruned     int    `json:"pruned"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// MaxHistory is how many SyncRecords a Sync keeps.
+const MaxHistory = 10
+
+// SyncStatus is the observed state of a Sync.
+type SyncStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// LastAppliedRevision is the revision last applied successfully.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+	// LastAttemptedRevision is the revision of the last attempt.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+	// Inventory lists the objects applied by the last successful sync.
+	// +optional
+	Inventory []InventoryEntry `json:"inventory,omitempty"`
+	// History holds the last syncs, newest first.
+	// +optional
+	History []SyncRecord `json:"history,omitempty"`
+}
+
+// Sync keeps a set of objects in the cluster equal to paths in a git
+// repository: it applies them with server-side apply, prunes what was
+// removed, and reports every sync in its status and events.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=driftless
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.lastAppliedRevision`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Sync struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec SyncSpec `json:"spec"`
+	// +optional
+	Status SyncStatus `json:"status,omitempty"`
+}
+
+// SyncList is a list of Syncs.
+// +kubebuilder:object:root=true
+type SyncList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Sync `json:"items"`
+}
+
+// PruneEnabled reports whether spec.prune is on (the default).
+func (s *Sync) PruneEnabled() bool { return s.Spec.Prune == nil || *s.Spec.Prune }
+
+// LabelValue is the SyncLabel value of this Sync.
+func (s *Sync) LabelValue() string { return SyncLabelValue(s.Namespace, s.Name) }

@@ -1,0 +1,133 @@
+package apply
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/driftless/driftless/internal/plan"
+)
+
+// Action is what happened, or would happen, to one object.
+type Action string
+
+// The actions of a ChangeSet.
+const (
+	Created    Action = "Created"
+	Configured Action = "Configured"
+	Unchanged  Action = "Unchanged"
+	Pruned     Action = "Pruned"
+	Skipped    Action = "Skipped"
+)
+
+// Change is the outcome for one object.
+type Change struct {
+	ID plan.ID
+	// Origin is where the object lives in git ("path#doc"), when known.
+	Origin string
+	Action Action
+	// Reason explains a Skipped object or an unusual action, such as a
+	// re-creation.
+	Reason string
+}
+
+// ChangeSet is the outcome of applying or pruning, in the order performed.
+type ChangeSet []Change
+
+// Count returns how many changes have action a.
+func (cs ChangeSet) Count(a Action) int {
+	n := 0
+	for _, c := range cs {
+		if c.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+// Summary reads "2 created, 1 configured, 40 unchanged, 1 pruned", with
+// ", 1 skipped" only when something was skipped.
+func (cs ChangeSet) Summary() string {
+	parts := []string{
+		fmt.Sprintf("%d created", cs.Count(Created)),
+		fmt.Sprintf("%d configured", cs.Count(Configured)),
+		fmt.Sprintf("%d unchanged", cs.Count(Unchanged)),
+		fmt.Sprintf("%d pruned", cs.Count(Pruned)),
+	}
+	if n := cs.Count(Skipped); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ObjectError is the failure of one object, naming where it lives in git.
+type ObjectError struct {
+	ID     plan.ID
+	Origin string
+	Err    error
+}
+
+func (e *ObjectError) Error() string {
+	if e.Origin == "" {
+		return fmt.Sprintf("%s: %v", e.ID, e.Err)
+	}
+	return fmt.Sprintf("%s (%s): %v", e.ID, e.Origin, e.Err)
+}
+
+func (e *ObjectError) Unwrap() error { return e.Err }
+
+// ValidationError means the server-side dry-run refused one or more
+// objects, so nothing (or, for objects that could only be validated once
+// their Namespace or CRD existed, only those prerequisites) was written.
+type ValidationError struct {
+	Errs []*ObjectError
+	// Written lists what was written before the failing objects could be
+	// validated (new Namespaces and CRDs); empty in the common case.
+	Written ChangeSet
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d object(s) failed server-side validation", len(e.Errs))
+	if len(e.Written) == 0 {
+		b.WriteString(", nothing was applied")
+	} else {
+		fmt.Fprintf(&b, "; only the %d Namespace(s)/CRD(s) they need were applied", len(e.Written))
+	}
+	for _, oe := range e.Errs {
+		b.WriteString("\n- ")
+		b.WriteString(oe.Error())
+	}
+	return b.String()
+}
+
+// FailedIDs returns the IDs of every *ObjectError in err (including
+// errors joined with errors.Join).
+func FailedIDs(err error) []plan.ID {
+	var ids []plan.ID
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		if oe, ok := err.(*ObjectError); ok {
+			ids = append(ids, oe.ID)
+			return
+		}
+		if ve, ok := err.(*ValidationError); ok {
+			for _, oe := range ve.Errs {
+				ids = append(ids, oe.ID)
+			}
+			return
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return ids
+}

@@ -1,0 +1,82 @@
+package apply
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/internal/plan"
+)
+
+// Options configure a Manager.
+type Options struct {
+	// FieldManager is the server-side apply field manager.
+	FieldManager string
+	// Owner is the driftless.dev/sync label value of the Sync whose
+	// objects this Manager writes; prune deletes only objects carrying it.
+	Owner string
+	// Concurrency bounds the requests in flight within one apply rank.
+	Concurrency int
+	// WaitTimeout bounds waiting for a new CRD to be Established and for
+	// a deleted object to be gone before it is re-created.
+	WaitTimeout time.Duration
+}
+
+// DefaultOptions returns the options the agent uses.
+func DefaultOptions(owner string) Options {
+	return Options{FieldManager: "driftless", Owner: owner, Concurrency: 8, WaitTimeout: time.Minute}
+}
+
+// Manager applies and prunes the objects of one Sync.
+type Manager struct {
+	client client.Client
+	opts   Options
+}
+
+// NewManager returns a Manager writing through c, a client that can handle
+// unstructured objects of any kind the cluster serves.
+func NewManager(c client.Client, opts Options) *Manager {
+	if opts.Concurrency < 1 {
+		opts.Concurrency = 1
+	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = time.Minute
+	}
+	return &Manager{client: c, opts: opts}
+}
+
+// byRank runs fn over items one rank at a time, in the given order, with
+// up to Concurrency calls in flight within a rank. Results are written
+// into a slice by index, so their order is the items' order.
+func byRank[T, R any](ctx context.Context, m *Manager, items []T, rank func(T) plan.Rank, fn func(context.Context, T) R) []R {
+	out := make([]R, len(items))
+	for start := 0; start < len(items); {
+		end := start + 1
+		for end < len(items) && rank(items[end]) == rank(items[start]) {
+			end++
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(m.opts.Concurrency)
+		for i := start; i < end; i++ {
+			g.Go(func() error {
+				out[i] = fn(gctx, items[i])
+				return nil
+			})
+		}
+		_ = g.Wait()
+		start = end
+	}
+	return out
+}
+
+// splitRanks returns the steps below rank r and the rest, keeping order.
+func splitRanks(steps []plan.Step, r plan.Rank) (before, after []plan.Step) {
+	i := slices.IndexFunc(steps, func(s plan.Step) bool { return s.Rank >= r })
+	if i < 0 {
+		return steps, nil
+	}
+	return steps[:i], steps[i:]
+}

@@ -1,0 +1,298 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/plan"
+)
+
+// checked is the dry-run outcome for one step.
+type checked struct {
+	step   plan.Step
+	action Action
+	reason string
+	// recreate means the change touches an immutable field and the object
+	// opted in to being deleted and re-created.
+	recreate bool
+	// deferred means the step cannot be validated until a Namespace or
+	// CRD of the same plan exists.
+	deferred bool
+	err      error
+}
+
+// Apply validates every object of p with a server-side dry-run and, when
+// all pass, applies those that differ from the cluster, rank by rank.
+//
+// Objects equal to the cluster are not written (their resourceVersion does
+// not change). Objects that can only be validated once a Namespace or CRD
+// of the same plan exists are validated after those are applied and before
+// anything else is; if they fail, Apply returns a *ValidationError listing
+// what was written. A failure while writing stops at the failing rank and
+// returns the ChangeSet so far with the errors.
+func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
+	stage1, _ := splitRanks(p.Apply, plan.RankClusterPolicy)
+	newNamespaces, newKinds := prerequisites(stage1)
+
+	results := m.dryRunAll(ctx, p.Apply, newNamespaces, newKinds)
+	if err := validationErrors(results, nil); err != nil {
+		return nil, err
+	}
+	var cs ChangeSet
+	// Stage 1: CRDs and Namespaces, so that what lives in them can be
+	// validated before it is written.
+	done, err := m.write(ctx, results[:len(stage1)])
+	cs = append(cs, done...)
+	if err != nil {
+		return cs, err
+	}
+	if err := m.waitForCRDs(ctx, done); err != nil {
+		return cs, err
+	}
+	rest := results[len(stage1):]
+	var deferred []plan.Step
+	for _, r := range rest {
+		if r.deferred {
+			deferred = append(deferred, r.step)
+		}
+	}
+	if len(deferred) > 0 {
+		rechecked := m.dryRunAll(ctx, deferred, nil, nil)
+		if err := validationErrors(rechecked, cs); err != nil {
+			return cs, err
+		}
+		j := 0
+		for i := range rest {
+			if rest[i].deferred {
+				rest[i] = rechecked[j]
+				j++
+			}
+		}
+	}
+	done, err = m.write(ctx, rest)
+	cs = append(cs, done...)
+	return cs, err
+}
+
+// prerequisites returns the Namespaces and custom kinds that stage 1
+// creates.
+func prerequisites(stage1 []plan.Step) (namespaces, kinds map[string]bool) {
+	namespaces, kinds = map[string]bool{}, map[string]bool{}
+	for _, s := range stage1 {
+		switch s.ID.Kind {
+		case "Namespace":
+			namespaces[s.ID.Name] = true
+		case "CustomResourceDefinition":
+			group, _, _ := unstructured.NestedString(s.Object.Object.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(s.Object.Object.Object, "spec", "names", "kind")
+			kinds[group+"/"+kind] = true
+		}
+	}
+	return namespaces, kinds
+}
+
+func validationErrors(results []checked, written ChangeSet) error {
+	var errs []*ObjectError
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, &ObjectError{ID: r.step.ID, Origin: r.step.Object.Origin.String(), Err: r.err})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ValidationError{Errs: errs, Written: written}
+}
+
+func (m *Manager) dryRunAll(ctx context.Context, steps []plan.Step, newNamespaces, newKinds map[string]bool) []checked {
+	return byRank(ctx, m, steps, func(s plan.Step) plan.Rank { return 0 }, func(ctx context.Context, s plan.Step) checked {
+		r := m.dryRun(ctx, s)
+		if r.err != nil && canDefer(r.err, s, newNamespaces, newKinds) {
+			return checked{step: s, deferred: true}
+		}
+		return r
+	})
+}
+
+// canDefer reports whether err only says that a Namespace or CRD the plan
+// itself creates does not exist yet.
+func canDefer(err error, s plan.Step, newNamespaces, newKinds map[string]bool) bool {
+	if meta.IsNoMatchError(err) {
+		return newKinds[s.ID.Group+"/"+s.ID.Kind]
+	}
+	var status apierrors.APIStatus
+	if apierrors.IsNotFound(err) && errors.As(err, &status) {
+		d := status.Status().Details
+		return d != nil && d.Kind == "namespaces" && newNamespaces[s.ID.Namespace]
+	}
+	return false
+}
+
+func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
+	desired := s.Object.Object
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(desired.GroupVersionKind())
+	err := m.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return checked{step: s, err: err}
+	}
+	if live != nil && live.GetAnnotations()[v1alpha1.ReconcileAnnotation] == v1alpha1.Disabled {
+		return checked{step: s, action: Skipped, reason: v1alpha1.ReconcileAnnotation + ": disabled on the object in the cluster"}
+	}
+	if live != nil && live.GetDeletionTimestamp() != nil {
+		return checked{step: s, err: errors.New("the object is being deleted; it will be re-created once it is gone")}
+	}
+	dry := desired.DeepCopy()
+	err = m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
+		client.FieldOwner(m.opts.FieldManager), client.ForceOwnership, client.DryRunAll)
+	if err != nil {
+		if live != nil && isImmutable(err) {
+			if desired.GetAnnotations()[v1alpha1.ForceAnnotation] == v1alpha1.Enabled {
+				return checked{step: s, action: Configured, recreate: true,
+					reason: "re-created: an immutable field changed and " + v1alpha1.ForceAnnotation + " is enabled"}
+			}
+			return checked{step: s, err: fmt.Errorf("%w: change the field back in git, or annotate the object with %s: %s to let driftless delete and re-create it",
+				concise(err), v1alpha1.ForceAnnotation, v1alpha1.Enabled)}
+		}
+		return checked{step: s, err: concise(err)}
+	}
+	switch {
+	case live == nil:
+		return checked{step: s, action: Created}
+	case Equal(live, dry):
+		return checked{step: s, action: Unchanged}
+	}
+	return checked{step: s, action: Configured}
+}
+
+func isImmutable(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "immutable")
+}
+
+// write applies the checked steps that differ from the cluster, rank by
+// rank, and stops after the first rank with a failure.
+func (m *Manager) write(ctx context.Context, results []checked) (ChangeSet, error) {
+	var cs ChangeSet
+	for start := 0; start < len(results); {
+		end := start + 1
+		for end < len(results) && results[end].step.Rank == results[start].step.Rank {
+			end++
+		}
+		errs := byRank(ctx, m, results[start:end], func(checked) plan.Rank { return 0 }, func(ctx context.Context, r checked) error {
+			switch r.action {
+			case Unchanged, Skipped:
+				return nil
+			}
+			if r.recreate {
+				if err := m.deleteAndWait(ctx, r.step.Object.Object); err != nil {
+					return err
+				}
+			}
+			obj := r.step.Object.Object.DeepCopy()
+			return m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+				client.FieldOwner(m.opts.FieldManager), client.ForceOwnership)
+		})
+		var failed []error
+		for i, r := range results[start:end] {
+			origin := r.step.Object.Origin.String()
+			if errs[i] != nil {
+				failed = append(failed, &ObjectError{ID: r.step.ID, Origin: origin, Err: fmt.Errorf("apply failed: %w", errs[i])})
+				continue
+			}
+			cs = append(cs, Change{ID: r.step.ID, Origin: origin, Action: r.action, Reason: r.reason})
+		}
+		if len(failed) > 0 {
+			return cs, errors.Join(failed...)
+		}
+		start = end
+	}
+	return cs, nil
+}
+
+func (m *Manager) deleteAndWait(ctx context.Context, obj *unstructured.Unstructured) error {
+	live := obj.DeepCopy()
+	if err := m.client.Delete(ctx, live, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete for re-creation: %w", err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, m.opts.WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		err := m.client.Get(ctx, client.ObjectKeyFromObject(obj), live)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, nil
+	})
+}
+
+// waitForCRDs waits until every CRD created or changed in cs is
+// Established, so that its custom resources can be applied.
+func (m *Manager) waitForCRDs(ctx context.Context, cs ChangeSet) error {
+	for _, c := range cs {
+		if c.ID.Kind != "CustomResourceDefinition" || (c.Action != Created && c.Action != Configured) {
+			continue
+		}
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, m.opts.WaitTimeout, true, func(ctx context.Context) (bool, error) {
+			if err := m.client.Get(ctx, client.ObjectKey{Name: c.ID.Name}, crd); err != nil {
+				return false, nil
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, cond := range conds {
+				cm, _ := cond.(map[string]any)
+				if cm["type"] == "Established" && cm["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return &ObjectError{ID: c.ID, Origin: c.Origin, Err: fmt.Errorf("not Established within %s: %w", m.opts.WaitTimeout, err)}
+		}
+	}
+	return nil
+}
+
+// concise rewords an API error whose message embeds whole objects (as
+// validation errors of pod templates do) into its causes, field by field,
+// keeping the error for errors.As.
+func concise(err error) error {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || len(err.Error()) < 300 {
+		return err
+	}
+	d := status.Status().Details
+	if d == nil || len(d.Causes) == 0 {
+		return err
+	}
+	var parts []string
+	for _, c := range d.Causes {
+		msg := c.Message
+		if len(msg) > 160 {
+			msg = msg[:60] + " … " + msg[len(msg)-80:]
+		}
+		parts = append(parts, c.Field+": "+msg)
+	}
+	return &conciseError{msg: fmt.Sprintf("%s %q is invalid: %s", d.Kind, d.Name, strings.Join(parts, "; ")), err: err}
+}
+
+type conciseError struct {
+	msg string
+	err error
+}
+
+func (e *conciseError) Error() string { return e.msg }
+func (e *conciseError) Unwrap() error { return e.err }

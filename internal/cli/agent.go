@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/config/crd"
+	"github.com/driftless/driftless/internal/controller"
+)
+
+// agentOptions are the flags of `driftless agent`.
+type agentOptions struct {
+	kubeconfig   string
+	namespace    string
+	gitURL       string
+	gitBranch    string
+	gitPaths     []string
+	gitSecret    string
+	syncInterval time.Duration
+	insecureHost bool
+
+	leaderElect   bool
+	metricsAddr   string
+	probeAddr     string
+	logFormat     string
+	cacheDir      string
+	concurrent    int
+	leaderElectOn bool // whether --leader-elect was given
+}
+
+const rootSyncName = "default"
+
+func newAgentCommand() *cobra.Command {
+	o := &agentOptions{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the driftless controller: keep the cluster equal to git",
+		Long: `Run the driftless agent, the controller that serves Sync objects.
+
+At start it installs (or updates) the Sync CRD. It then syncs every Sync in
+the cluster: fetch the git revision, render the manifests, validate them all
+with a server-side dry-run, apply what differs with server-side apply (field
+manager "driftless"), and prune what was removed from git.
+
+With --git-url it also creates a root Sync named "default" in its namespace
+from the Flux-v1-style flags, so a Flux v1 Deployment works with only its
+image and command changed:
+
+  driftless agent --git-url=ssh://git@github.com/org/fleet.git \
+    --git-branch=master --git-path=namespaces,workloads \
+    --sync-interval=1m --git-secret=flux-git-deploy
+
+The git Secret holds "identity" (the SSH deploy key) and "known_hosts" for
+SSH, or "username" and "password"/"token" for HTTPS.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.leaderElectOn = cmd.Flags().Changed("leader-elect")
+			return runAgent(ctrl.SetupSignalHandler(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; default: in-cluster config, then $KUBECONFIG, then ~/.kube/config")
+	f.StringVar(&o.namespace, "namespace", "", "the agent's namespace, for the root Sync and leader election (default: the pod's namespace, else driftless-system; created if missing)")
+	f.StringVar(&o.gitURL, "git-url", "", "repository of the root Sync (ssh://, https:// or file://); without it only user-created Syncs are served")
+	f.StringVar(&o.gitBranch, "git-branch", "master", "branch of the root Sync")
+	f.StringSliceVar(&o.gitPaths, "git-path", nil, "comma-separated paths in the repository to apply (default: the whole repository)")
+	f.StringVar(&o.gitSecret, "git-secret", "", "Secret in the agent's namespace with the root Sync's git credentials")
+	f.DurationVar(&o.syncInterval, "sync-interval", 5*time.Minute, "interval of the root Sync")
+	f.BoolVar(&o.insecureHost, "git-insecure-skip-host-key-check", false, "accept any SSH host key for the root Sync (not recommended)")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among agent replicas (default on in-cluster, off elsewhere)")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "driftless"), "directory for git checkouts, one per Sync")
+	f.IntVar(&o.concurrent, "concurrent", 4, "Syncs reconciled at the same time")
+	return cmd
+}
+
+func runAgent(ctx context.Context, o *agentOptions) error {
+	switch o.logFormat {
+	case "json":
+		ctrl.SetLogger(zap.New(zap.JSONEncoder()))
+	case "text":
+		ctrl.SetLogger(zap.New(zap.ConsoleEncoder()))
+	default:
+		return fmt.Errorf("unknown --log-format %q: use text or json", o.logFormat)
+	}
+	cfg, inCluster, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	if o.namespace == "" {
+		o.namespace = os.Getenv("POD_NAMESPACE")
+	}
+	if o.namespace == "" {
+		o.namespace = "driftless-system"
+	}
+	if !o.leaderElectOn {
+		o.leaderElect = inCluster
+	}
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
+	}
+	if err := install(ctx, direct, o); err != nil {
+		return err
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "driftless-agent",
+		LeaderElectionNamespace: o.namespace,
+		// Only Syncs are cached: managed objects are read on demand, so
+		// memory does not grow with the cluster.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&v1alpha1.Sync{}: {}}},
+	})
+	if err != nil {
+		return fmt.Errorf("create controller manager: %w", err)
+	}
+	applier, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	r := &controller.SyncReconciler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Applier:  applier,
+		Scope:    controller.MapperScope{Mapper: mgr.GetRESTMapper()},
+		Recorder: mgr.GetEventRecorder("driftless"),
+		CacheDir: o.cacheDir,
+	}
+	if err := r.SetupWithManager(mgr, o.concurrent); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("driftless agent starting", "version", version, "apiServer", cfg.Host, "namespace", o.namespace, "leaderElection", o.leaderElect)
+	return mgr.Start(ctx)
+}
+
+// restConfig loads --kubeconfig, else the in-cluster config, else the
+// usual kubeconfig files. It reports whether it runs in a cluster.
+func restConfig(path string) (*rest.Config, bool, error) {
+	if path == "" {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return cfg, true, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, false, fmt.Errorf("load kubeconfig: %w; pass --kubeconfig or run in a cluster", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, false, nil
+}
+
+// install creates or updates the Sync CRD, the agent's namespace and the
+// root Sync.
+func install(ctx context.Context, c client.Client, o *agentOptions) error {
+	def, err := crd.SyncCRD()
+	if err != nil {
+		return err
+	}
+	def.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
+	if err := applyTyped(ctx, c, def); err != nil {
+		return fmt.Errorf("install the Sync CRD: %w", err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var got apiextensionsv1.CustomResourceDefinition
+		if err := c.Get(ctx, client.ObjectKey{Name: def.Name}, &got); err != nil {
+			return false, nil
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the Sync CRD did not become Established: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.namespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("create namespace %s: %w", o.namespace, err)
+	}
+	if o.gitURL == "" {
+		return nil
+	}
+	root := rootSync(o)
+	if err := applyTyped(ctx, c, root); err != nil {
+		return fmt.Errorf("create the root Sync %s/%s: %w", root.Namespace, root.Name, err)
+	}
+	return nil
+}
+
+func rootSync(o *agentOptions) *v1alpha1.Sync {
+	s := &v1alpha1.Sync{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.SyncKind},
+		ObjectMeta: metav1.ObjectMeta{Name: rootSyncName, Namespace: o.namespace},
+		Spec: v1alpha1.SyncSpec{
+			Source: v1alpha1.Source{Git: v1alpha1.GitSource{
+				URL:                      o.gitURL,
+				Branch:                   o.gitBranch,
+				InsecureSkipHostKeyCheck: o.insecureHost,
+			}},
+			Interval: metav1.Duration{Duration: o.syncInterval},
+		},
+	}
+	for _, p := range o.gitPaths {
+		if p = strings.TrimSpace(p); p != "" {
+			s.Spec.Paths = append(s.Spec.Paths, p)
+		}
+	}
+	if o.gitSecret != "" {
+		s.Spec.Source.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: o.gitSecret}
+	}
+	return s
+}
+
+// applyTyped server-side applies a typed object as the agent's installer.
+func applyTyped(ctx context.Context, c client.Client, obj client.Object) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	delete(u, "status")
+	if md, ok := u["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), client.FieldOwner("driftless-agent"), client.ForceOwnership)
+}

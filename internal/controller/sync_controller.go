@@ -1,0 +1,254 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/source"
+)
+
+// EventRecorder emits events.k8s.io Events; the manager's recorder
+// satisfies it.
+type EventRecorder interface {
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// SyncReconciler reconciles Sync objects.
+type SyncReconciler struct {
+	// Client reads and updates Syncs (from the manager's cache).
+	Client client.Client
+	// Reader reads Secrets directly from the API server, so that the
+	// agent never caches every Secret of the cluster.
+	Reader client.Reader
+	// Applier writes managed objects; it must not cache them.
+	Applier client.Client
+	// Scope tells render which kinds are namespaced.
+	Scope render.ScopeResolver
+	// Recorder emits events on Syncs.
+	Recorder EventRecorder
+	// CacheDir holds one checkout per Sync.
+	CacheDir string
+
+	mu sync.Mutex
+	// desired caches each Sync's last render, by namespace/name.
+	desired map[string]rendered
+}
+
+// rendered is a cached render, valid while the revision and the Sync's
+// generation are unchanged.
+type rendered struct {
+	revision   string
+	generation int64
+	objects    []render.Object
+}
+
+// Reconcile runs one sync of a Sync and records it.
+func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	var s v1alpha1.Sync
+	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.Spec.Suspend {
+		logger.V(1).Info("suspended; not syncing")
+		return ctrl.Result{}, nil
+	}
+	timeout := 5 * time.Minute
+	if s.Spec.Timeout != nil && s.Spec.Timeout.Duration > 0 {
+		timeout = s.Spec.Timeout.Duration
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, timeout)
+	o := r.sync(syncCtx, &s)
+	cancel()
+
+	interval := s.Spec.Interval.Duration
+	if interval <= 0 {
+		interval = 5 * time.Minute
+	}
+	if o.noop(&s.Status) && s.Status.ObservedGeneration == s.Generation {
+		logger.V(1).Info("in sync", "revision", o.revision, "unchanged", o.changes.Count(apply.Unchanged))
+		return ctrl.Result{RequeueAfter: interval}, nil
+	}
+
+	patch := client.MergeFrom(s.DeepCopy())
+	setStatus(&s.Status, s.Generation, o)
+	if err := r.Client.Status().Patch(ctx, &s, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
+	}
+	if o.err != nil {
+		logger.Error(o.err, "sync failed", "reason", o.reason, "revision", o.revision)
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, o.reason, "Sync", "%s", o.message())
+		// Retry sooner than the interval for failures that may heal by
+		// themselves (an unreachable server); stalled ones wait for a change.
+		if !stalledReasons[o.reason] && interval > 30*time.Second {
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		}
+		return ctrl.Result{RequeueAfter: interval}, nil
+	}
+	logger.Info("synced", "revision", o.revision, "summary", o.changes.Summary(), "duration", o.duration)
+	r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Sync", "%s", o.message())
+	return ctrl.Result{RequeueAfter: interval}, nil
+}
+
+// sync is the pipeline: fetch → render → plan → apply → prune. Each step
+// that fails sets its reason and stops; nothing is pruned unless fetch,
+// render and apply succeeded.
+func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
+	o := outcome{started: time.Now()}
+	fail := func(reason string, err error) outcome {
+		o.reason, o.err = reason, err
+		o.duration = time.Since(o.started)
+		return o
+	}
+
+	req, err := r.sourceRequest(ctx, s)
+	if err != nil {
+		return fail(v1alpha1.ReasonFetchFailed, err)
+	}
+	o.revision, err = source.Resolve(ctx, req)
+	if err != nil {
+		return fail(v1alpha1.ReasonFetchFailed, err)
+	}
+	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision)
+	if err != nil {
+		return fail(reason, err)
+	}
+
+	previous, err := inventoryOf(&s.Status)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "ignoring an unreadable inventory entry")
+	}
+	p := plan.New(objects, previous)
+	if !s.PruneEnabled() {
+		p.Prune = nil
+	}
+	if err := p.CheckEmpty(s.Spec.AllowEmpty); err != nil {
+		return fail(v1alpha1.ReasonPruneRefused, err)
+	}
+
+	m := apply.NewManager(r.Applier, apply.DefaultOptions(s.LabelValue()))
+	o.changes, err = m.Apply(ctx, p)
+	if err != nil {
+		var ve *apply.ValidationError
+		if errors.As(err, &ve) {
+			return fail(v1alpha1.ReasonValidationFailed, err)
+		}
+		// Keep every object of the old and the new set in the inventory:
+		// a partial apply must not lose track of anything.
+		o.inventory = union(previous, p.Inventory())
+		return fail(v1alpha1.ReasonApplyFailed, err)
+	}
+	pruned, err := m.Prune(ctx, p.Prune)
+	o.changes = append(o.changes, pruned...)
+	o.inventory = p.Inventory()
+	if err != nil {
+		o.inventory = union(o.inventory, failedPrunes(p.Prune, err))
+		return fail(v1alpha1.ReasonPruneFailed, err)
+	}
+	o.duration = time.Since(o.started)
+	return o
+}
+
+// desiredObjects returns the rendered objects of revision, from the cache
+// when neither the revision nor the Sync's spec changed since the last
+// render.
+func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string) ([]render.Object, string, error) {
+	key := s.Namespace + "/" + s.Name
+	r.mu.Lock()
+	cached, ok := r.desired[key]
+	r.mu.Unlock()
+	if ok && cached.revision == revision && cached.generation == s.Generation {
+		return cached.objects, "", nil
+	}
+	dir := filepath.Join(r.CacheDir, s.Namespace, s.Name)
+	if _, err := source.Checkout(ctx, req, revision, dir); err != nil {
+		return nil, v1alpha1.ReasonFetchFailed, err
+	}
+	objects, err := render.Render(render.Options{
+		Root:            dir,
+		Paths:           s.Spec.Paths,
+		Revision:        revision,
+		SyncLabel:       s.LabelValue(),
+		TargetNamespace: s.Spec.TargetNamespace,
+		Scope:           r.Scope,
+	})
+	if err != nil {
+		return nil, v1alpha1.ReasonBuildFailed, fmt.Errorf("revision %s: %w", source.Short(revision), err)
+	}
+	r.mu.Lock()
+	if r.desired == nil {
+		r.desired = map[string]rendered{}
+	}
+	r.desired[key] = rendered{revision: revision, generation: s.Generation, objects: objects}
+	r.mu.Unlock()
+	return objects, "", nil
+}
+
+func (r *SyncReconciler) forget(key string) {
+	r.mu.Lock()
+	delete(r.desired, key)
+	r.mu.Unlock()
+}
+
+// sourceRequest builds the fetch request of s, reading its git Secret.
+func (r *SyncReconciler) sourceRequest(ctx context.Context, s *v1alpha1.Sync) (source.Request, error) {
+	g := s.Spec.Source.Git
+	req := source.Request{URL: g.URL, Ref: source.Ref{Branch: g.Branch, Tag: g.Tag, Commit: g.Commit}}
+	if g.SecretRef != nil {
+		var secret corev1.Secret
+		key := client.ObjectKey{Namespace: s.Namespace, Name: g.SecretRef.Name}
+		if err := r.Reader.Get(ctx, key, &secret); err != nil {
+			return req, fmt.Errorf("read git Secret %s: %w", key, err)
+		}
+		req.Credentials = source.CredentialsFromSecret(secret.Data)
+	}
+	req.Credentials.InsecureSkipHostKeyCheck = g.InsecureSkipHostKeyCheck
+	return req, nil
+}
+
+// union returns a ∪ b by ID, keeping a's order first.
+func union(a, b []plan.Entry) []plan.Entry {
+	seen := map[plan.ID]bool{}
+	var out []plan.Entry
+	for _, e := range append(append([]plan.Entry{}, a...), b...) {
+		if !seen[e.ID] {
+			seen[e.ID] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// failedPrunes returns the entries whose deletion failed: they stay in
+// the inventory so the next sync tries again.
+func failedPrunes(entries []plan.Entry, err error) []plan.Entry {
+	failed := map[plan.ID]bool{}
+	for _, id := range apply.FailedIDs(err) {
+		failed[id] = true
+	}
+	var out []plan.Entry
+	for _, e := range entries {
+		if failed[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/source"
+)
+
+// outcome is what one sync attempt did: the input to the status update.
+type outcome struct {
+	revision  string
+	started   time.Time
+	duration  time.Duration
+	changes   apply.ChangeSet
+	inventory []plan.Entry // nil: keep the previous inventory
+	// reason is empty on success, else the Ready=False reason.
+	reason string
+	err    error
+}
+
+// stalledReasons are failures that retrying cannot fix: they need a new
+// commit or a spec change.
+var stalledReasons = map[string]bool{
+	v1alpha1.ReasonBuildFailed:      true,
+	v1alpha1.ReasonValidationFailed: true,
+	v1alpha1.ReasonPruneRefused:     true,
+	v1alpha1.ReasonInvalidSpec:      true,
+}
+
+// maxMessage keeps condition and event messages within what the API
+// accepts and what people read.
+const maxMessage = 1000
+
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return s[:maxMessage-20] + " … (truncated)"
+}
+
+// message is the one-line account of an outcome.
+func (o outcome) message() string {
+	if o.err != nil {
+		return truncate(o.err.Error())
+	}
+	return fmt.Sprintf("applied %s: %s", source.Short(o.revision), o.changes.Summary())
+}
+
+// noop reports whether the attempt changed nothing and found nothing new,
+// so that recording it would only churn the Sync.
+func (o outcome) noop(st *v1alpha1.SyncStatus) bool {
+	return o.err == nil && o.revision == st.LastAppliedRevision &&
+		o.changes.Count(apply.Created)+o.changes.Count(apply.Configured)+o.changes.Count(apply.Pruned) == 0
+}
+
+// setStatus records o in st for a Sync at generation.
+func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
+	st.ObservedGeneration = generation
+	if o.revision != "" {
+		st.LastAttemptedRevision = o.revision
+	}
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: generation, Message: o.message()}
+	if o.err == nil {
+		ready.Status, ready.Reason = metav1.ConditionTrue, v1alpha1.ReasonSucceeded
+		st.LastAppliedRevision = o.revision
+	} else {
+		ready.Status, ready.Reason = metav1.ConditionFalse, o.reason
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, ObservedGeneration: generation,
+		Reason: ready.Reason, Message: "sync finished",
+	})
+	if stalledReasons[o.reason] {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue, ObservedGeneration: generation,
+			Reason: o.reason, Message: ready.Message,
+		})
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStalled)
+	}
+	if o.inventory != nil {
+		st.Inventory = make([]v1alpha1.InventoryEntry, 0, len(o.inventory))
+		for _, e := range o.inventory {
+			st.Inventory = append(st.Inventory, v1alpha1.InventoryEntry{ID: e.ID.InventoryKey(), Version: e.Version})
+		}
+	}
+	record := v1alpha1.SyncRecord{
+		Revision:   o.revision,
+		StartedAt:  metav1.NewTime(o.started),
+		Duration:   o.duration.Round(time.Millisecond).String(),
+		Result:     v1alpha1.ResultSucceeded,
+		Reason:     ready.Reason,
+		Created:    o.changes.Count(apply.Created),
+		Configured: o.changes.Count(apply.Configured),
+		Unchanged:  o.changes.Count(apply.Unchanged),
+		Pruned:     o.changes.Count(apply.Pruned),
+		Message:    ready.Message,
+	}
+	if o.err != nil {
+		record.Result = v1alpha1.ResultFailed
+	}
+	st.History = append([]v1alpha1.SyncRecord{record}, st.History...)
+	if len(st.History) > v1alpha1.MaxHistory {
+		st.History = st.History[:v1alpha1.MaxHistory]
+	}
+}
+
+// inventoryOf parses a Sync's inventory; unparseable entries are reported
+// and dropped, never pruned.
+func inventoryOf(st *v1alpha1.SyncStatus) ([]plan.Entry, error) {
+	entries := make([]plan.Entry, 0, len(st.Inventory))
+	var bad error
+	for _, e := range st.Inventory {
+		id, err := plan.ParseInventoryKey(e.ID)
+		if err != nil {
+			bad = err
+			continue
+		}
+		entries = append(entries, plan.Entry{ID: id, Version: e.Version})
+	}
+	return entries, bad
+}

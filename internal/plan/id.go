@@ -1,0 +1,51 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ID identifies an object in a cluster independently of its API version.
+type ID struct {
+	Group     string
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+// IDOf returns the ID of u.
+func IDOf(u *unstructured.Unstructured) ID {
+	gvk := u.GroupVersionKind()
+	return ID{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}
+}
+
+// GroupKind returns the ID's group and kind.
+func (id ID) GroupKind() schema.GroupKind { return schema.GroupKind{Group: id.Group, Kind: id.Kind} }
+
+// String is the form people read in events and logs: Kind/namespace/name,
+// or Kind/name for cluster-scoped objects.
+func (id ID) String() string {
+	if id.Namespace == "" {
+		return id.Kind + "/" + id.Name
+	}
+	return id.Kind + "/" + id.Namespace + "/" + id.Name
+}
+
+// InventoryKey is the form stored in a Sync's inventory:
+// "<namespace>_<name>_<group>_<kind>".
+func (id ID) InventoryKey() string {
+	return strings.Join([]string{id.Namespace, id.Name, id.Group, id.Kind}, "_")
+}
+
+// ParseInventoryKey parses the InventoryKey form. Names, namespaces, groups
+// and kinds never contain "_", so the split is unambiguous.
+func ParseInventoryKey(key string) (ID, error) {
+	parts := strings.Split(key, "_")
+	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
+		return ID{}, fmt.Errorf("inventory entry %q is not <namespace>_<name>_<group>_<kind>", key)
+	}
+	return ID{Namespace: parts[0], Name: parts[1], Group: parts[2], Kind: parts[3]}, nil
+}

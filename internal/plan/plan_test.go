@@ -1,0 +1,135 @@
+package plan
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftless/driftless/internal/render"
+)
+
+func obj(apiVersion, kind, namespace, name, file string) render.Object {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return render.Object{Object: u, Origin: render.Origin{Path: file}}
+}
+
+func ids(steps []Step) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.ID.String())
+	}
+	return out
+}
+
+func TestApplyOrderComesFromKindsNeverFromFileNames(t *testing.T) {
+	desired := []render.Object{
+		obj("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "policy", "a.yaml"),
+		obj("apps/v1", "Deployment", "team-a", "web", "a-deploy.yaml"),
+		obj("example.com/v1", "Widget", "team-a", "w", "b.yaml"),
+		obj("v1", "Service", "team-a", "web", "c.yaml"),
+		obj("rbac.authorization.k8s.io/v1", "RoleBinding", "team-a", "web", "d.yaml"),
+		obj("v1", "ConfigMap", "team-a", "web", "e.yaml"),
+		obj("v1", "Secret", "team-a", "web", "f.yaml"),
+		obj("v1", "ServiceAccount", "team-a", "web", "g.yaml"),
+		obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "reader", "h.yaml"),
+		obj("v1", "Namespace", "", "team-a", "z-namespace.yaml"),
+		obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com", "zz-crd.yaml"),
+		obj("rbac.authorization.k8s.io/v1", "Role", "team-a", "web", "i.yaml"),
+	}
+	got := ids(New(desired, nil).Apply)
+	want := []string{
+		"CustomResourceDefinition/widgets.example.com",
+		"Namespace/team-a",
+		"ClusterRole/reader",
+		"ServiceAccount/team-a/web",
+		"Secret/team-a/web",
+		"ConfigMap/team-a/web",
+		"Role/team-a/web",
+		"RoleBinding/team-a/web",
+		"Service/team-a/web",
+		"Deployment/team-a/web",
+		"Widget/team-a/w",
+		"ValidatingWebhookConfiguration/policy",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("apply order (-want +got):\n%s", diff)
+	}
+}
+
+func TestOrderIsStableAcrossInputOrder(t *testing.T) {
+	a := []render.Object{
+		obj("v1", "ConfigMap", "b", "x", "1.yaml"),
+		obj("v1", "ConfigMap", "a", "y", "2.yaml"),
+		obj("v1", "ConfigMap", "a", "x", "3.yaml"),
+	}
+	b := []render.Object{a[2], a[0], a[1]}
+	if diff := cmp.Diff(ids(New(a, nil).Apply), ids(New(b, nil).Apply)); diff != "" {
+		t.Errorf("order depends on input order (-a +b):\n%s", diff)
+	}
+}
+
+func TestPruneIsInventoryMinusDesiredInReverseOrder(t *testing.T) {
+	desired := []render.Object{obj("apps/v1", "Deployment", "team-a", "web", "w.yaml")}
+	previous := []Entry{
+		{ID: ID{Kind: "Namespace", Name: "old"}, Version: "v1"},
+		{ID: ID{Group: "apps", Kind: "Deployment", Namespace: "team-a", Name: "web"}, Version: "v1"},
+		{ID: ID{Kind: "ConfigMap", Namespace: "old", Name: "cfg"}, Version: "v1"},
+		{ID: ID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}, Version: "v1"},
+		{ID: ID{Group: "apps", Kind: "Deployment", Namespace: "old", Name: "api"}, Version: "v1"},
+	}
+	p := New(desired, previous)
+	var got []string
+	for _, e := range p.Prune {
+		got = append(got, e.ID.String())
+	}
+	want := []string{"Deployment/old/api", "ConfigMap/old/cfg", "Namespace/old", "CustomResourceDefinition/widgets.example.com"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("prune order (-want +got):\n%s", diff)
+	}
+}
+
+func TestEmptyRenderAgainstAnInventoryIsRefused(t *testing.T) {
+	previous := []Entry{{ID: ID{Kind: "ConfigMap", Namespace: "a", Name: "x"}, Version: "v1"}}
+	tests := []struct {
+		name       string
+		desired    []render.Object
+		previous   []Entry
+		allowEmpty bool
+		refused    bool
+	}{
+		{name: "nothing rendered, objects in inventory: refused", previous: previous, refused: true},
+		{name: "nothing rendered, allowEmpty: allowed", previous: previous, allowEmpty: true},
+		{name: "nothing rendered, empty inventory: nothing to refuse"},
+		{name: "objects rendered: allowed", desired: []render.Object{obj("v1", "ConfigMap", "a", "y", "y.yaml")}, previous: previous},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := New(tt.desired, tt.previous).CheckEmpty(tt.allowEmpty)
+			if refused := errors.Is(err, ErrEmptyRender); refused != tt.refused {
+				t.Errorf("refused = %v (%v), want %v", refused, err, tt.refused)
+			}
+		})
+	}
+}
+
+func TestInventoryKeyRoundTrips(t *testing.T) {
+	for _, id := range []ID{
+		{Group: "apps", Kind: "Deployment", Namespace: "team-a", Name: "web"},
+		{Kind: "Namespace", Name: "team-a"},
+		{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"},
+	} {
+		got, err := ParseInventoryKey(id.InventoryKey())
+		if err != nil || got != id {
+			t.Errorf("ParseInventoryKey(%q) = %+v, %v; want %+v", id.InventoryKey(), got, err, id)
+		}
+	}
+	if _, err := ParseInventoryKey("garbage"); err == nil {
+		t.Error("ParseInventoryKey(garbage) succeeded")
+	}
+}

@@ -1,0 +1,20 @@
+// Package render turns the files of a git checkout into the Kubernetes
+// objects a Sync wants: it reads plain YAML and JSON manifests, splits
+// multi-document files, expands Lists, defaults namespaces, and labels and
+// annotates each object with its Sync and its origin in git.
+//
+// It reads only through an os.Root of the checkout, so neither a path nor a
+// symbolic link in the repository can make it read outside the checkout,
+// and it refuses files larger than 8 MiB.
+//
+// Its errors are for the people who write the repository: each names the
+// file, line and document, and the object, and says what to change. Render
+// reports every problem it finds, not only the first.
+//
+// It is not a client: it talks to no cluster, and learns which kinds are
+// namespaced through a ScopeResolver. It does not order, diff or apply
+// objects (see internal/plan and internal/apply), and it does not validate
+// them beyond what driftless itself reads; the API server does that.
+// For now it renders plain manifests only: kustomize, Helm and SOPS
+// decryption are still to come.
+package render

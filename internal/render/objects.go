@@ -1,0 +1,153 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// addValue adds the object in v, a decoded document or List item, to r,
+// expanding a v1 List into its items. what names v in errors.
+func (r *renderer) addValue(o Origin, what string, v any) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		r.fail(o, "", fmt.Errorf("%s is %s, not an object; every document needs apiVersion and kind", what, describe(v)))
+		return
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	if u.GetAPIVersion() == "v1" && u.GetKind() == "List" {
+		items, ok := obj["items"].([]any)
+		if !ok && obj["items"] != nil {
+			r.fail(o, "List", fmt.Errorf("items is %s, not a list", describe(obj["items"])))
+			return
+		}
+		for i, item := range items {
+			r.addValue(o, fmt.Sprintf("List item %d", i), item)
+		}
+		return
+	}
+	problems := check(obj)
+	for _, err := range problems {
+		r.fail(o, ref(u), err)
+	}
+	if len(problems) == 0 {
+		r.objects = append(r.objects, Object{Object: u, Origin: o})
+	}
+}
+
+// check returns what is wrong with obj's type and object metadata: the
+// fields driftless reads or writes before the API server sees the object.
+func check(obj map[string]any) []error {
+	apiVersion, errV := stringField(obj, "", "apiVersion")
+	kind, errK := stringField(obj, "", "kind")
+	if err := errors.Join(errV, errK); err != nil {
+		return []error{err}
+	}
+	const need = "every document needs apiVersion and kind"
+	switch {
+	case apiVersion == "" && kind == "":
+		return []error{errors.New("object has no apiVersion and no kind; " + need)}
+	case apiVersion == "":
+		return []error{errors.New("object has no apiVersion; " + need)}
+	case kind == "":
+		return []error{errors.New("object has no kind; " + need)}
+	}
+	if _, err := schema.ParseGroupVersion(apiVersion); err != nil {
+		return []error{fmt.Errorf("apiVersion %q is not valid; write group/version, or only the version for the core group", apiVersion)}
+	}
+
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok && obj["metadata"] != nil {
+		return []error{fmt.Errorf("metadata is %s, not a mapping", describe(obj["metadata"]))}
+	}
+	name, errN := stringField(meta, "metadata.", "name")
+	generateName, errG := stringField(meta, "metadata.", "generateName")
+	_, errNS := stringField(meta, "metadata.", "namespace")
+	errs := []error{errN, errG, errNS}
+	if name == "" && generateName == "" && errN == nil && errG == nil {
+		errs = append(errs, errors.New("object has no metadata.name; give it a name"))
+	}
+	for _, field := range []string{"labels", "annotations"} {
+		errs = append(errs, stringMap(meta, field)...)
+	}
+	return slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+}
+
+// stringField returns m[key], or "" when it is absent, and an error naming
+// the field when it is not a string.
+func stringField(m map[string]any, prefix, key string) (string, error) {
+	switch v := m[key].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	default:
+		return "", fmt.Errorf("%s%s is %s, not a string", prefix, key, describe(v))
+	}
+}
+
+// stringMap returns an error for each value of metadata.<field> that is not
+// a string, as a label such as "version: 1" is.
+func stringMap(meta map[string]any, field string) []error {
+	v := meta[field]
+	if v == nil {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return []error{fmt.Errorf("metadata.%s is %s, not a mapping", field, describe(v))}
+	}
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if _, ok := m[k].(string); !ok {
+			errs = append(errs, fmt.Errorf("metadata.%s.%s is %s, not a string; quote the value", field, k, describe(m[k])))
+		}
+	}
+	return errs
+}
+
+// describe says what kind of value v is, without echoing it.
+func describe(v any) string {
+	switch v.(type) {
+	case nil:
+		return "empty"
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64, float64:
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// ref names an object "Kind/namespace/name" for people, leaving out what
+// is not known. The API group follows the kind unless it is one of
+// Kubernetes' own (no dot, or ending in .k8s.io): "Widget.example.com/foo".
+func ref(u *unstructured.Unstructured) string {
+	kind := u.GetKind()
+	if kind == "" {
+		return ""
+	}
+	if gv, err := schema.ParseGroupVersion(u.GetAPIVersion()); err == nil &&
+		strings.Contains(gv.Group, ".") && !strings.HasSuffix(gv.Group, ".k8s.io") {
+		kind += "." + gv.Group
+	}
+	name := u.GetName()
+	switch {
+	case name == "":
+		return kind
+	case u.GetNamespace() == "":
+		return kind + "/" + name
+	}
+	return kind + "/" + u.GetNamespace() + "/" + name
+}

@@ -1,0 +1,205 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// Ref is what to check out. At most one field is set; none means branch
+// "master".
+type Ref struct {
+	Branch string
+	Tag    string
+	Commit string
+}
+
+// String names the ref for people: "branch main", "tag v1.2", "commit 1a2b3c4".
+func (r Ref) String() string {
+	switch {
+	case r.Commit != "":
+		return "commit " + Short(r.Commit)
+	case r.Tag != "":
+		return "tag " + r.Tag
+	}
+	return "branch " + r.branch()
+}
+
+func (r Ref) branch() string {
+	if r.Branch == "" {
+		return "master"
+	}
+	return r.Branch
+}
+
+// Request says which repository and ref to fetch.
+type Request struct {
+	URL         string
+	Ref         Ref
+	Credentials Credentials
+}
+
+// Short is the first 7 characters of a revision.
+func Short(revision string) string {
+	if len(revision) > 7 {
+		return revision[:7]
+	}
+	return revision
+}
+
+// Resolve asks the remote which commit req.Ref points to, without
+// fetching objects. A commit ref resolves to itself.
+func Resolve(ctx context.Context, req Request) (string, error) {
+	if req.Ref.Commit != "" {
+		return req.Ref.Commit, nil
+	}
+	auth, err := req.Credentials.authMethod(req.URL)
+	if err != nil {
+		return "", err
+	}
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{req.URL}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if err != nil {
+		return "", fetchError(req, err)
+	}
+	var want []plumbing.ReferenceName
+	if req.Ref.Tag != "" {
+		want = []plumbing.ReferenceName{plumbing.NewTagReferenceName(req.Ref.Tag)}
+	} else {
+		want = []plumbing.ReferenceName{plumbing.NewBranchReferenceName(req.Ref.branch())}
+	}
+	// An annotated tag is listed twice: the tag object and, peeled with
+	// "^{}", the commit it points to. Prefer the commit.
+	var found string
+	for _, ref := range refs {
+		for _, w := range want {
+			switch ref.Name().String() {
+			case w.String() + "^{}":
+				return ref.Hash().String(), nil
+			case w.String():
+				found = ref.Hash().String()
+			}
+		}
+	}
+	if found == "" {
+		return "", fmt.Errorf("%s not found in %s: check spec.source.git", req.Ref, Redact(req.URL))
+	}
+	return found, nil
+}
+
+// Checkout makes dir a checkout of revision of req, reusing it when it
+// already holds that revision. It returns the checked-out revision. For
+// branches and tags it fetches only the one commit (shallow).
+func Checkout(ctx context.Context, req Request, revision, dir string) (string, error) {
+	if head, err := headOf(dir); err == nil && head == revision {
+		return revision, nil
+	}
+	auth, err := req.Credentials.authMethod(req.URL)
+	if err != nil {
+		return "", err
+	}
+	tmp := dir + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	opts := &git.CloneOptions{URL: req.URL, Auth: auth, Tags: git.NoTags}
+	switch {
+	case req.Ref.Commit != "":
+		// A commit may not be the tip of any ref: fetch the full history.
+	case req.Ref.Tag != "":
+		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewTagReferenceName(req.Ref.Tag), true, 1
+	default:
+		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewBranchReferenceName(req.Ref.branch()), true, 1
+	}
+	repo, err := git.PlainCloneContext(ctx, tmp, false, opts)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", fetchError(req, err)
+	}
+	head, err := repo.Head()
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("read HEAD of %s: %w", Redact(req.URL), err)
+	}
+	if head.Hash().String() != revision {
+		wt, err := repo.Worktree()
+		if err == nil {
+			err = wt.Checkout(&git.CheckoutOptions{Hash: plumbing.NewHash(revision), Force: true})
+		}
+		if err != nil {
+			os.RemoveAll(tmp)
+			return "", fmt.Errorf("check out %s of %s: %w", Short(revision), Redact(req.URL), err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", err
+	}
+	return headOf(dir)
+}
+
+func headOf(dir string) (string, error) {
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return "", err
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return "", err
+	}
+	return head.Hash().String(), nil
+}
+
+// fetchError words a transport failure for the Sync's condition.
+func fetchError(req Request, err error) error {
+	msg := redactAll(err.Error(), req)
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		return fmt.Errorf("fetch %s: %s: check the credentials in spec.source.git.secretRef", Redact(req.URL), msg)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return fmt.Errorf("fetch %s: repository not found: check spec.source.git.url", Redact(req.URL))
+	}
+	return fmt.Errorf("fetch %s: %s", Redact(req.URL), msg)
+}
+
+var userinfo = regexp.MustCompile(`(://)[^/@\s]+@`)
+
+// Redact removes any password or token from a repository URL.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return userinfo.ReplaceAllString(raw, "${1}***@")
+	}
+	return u.Redacted()
+}
+
+// redactAll removes every secret of req from s.
+func redactAll(s string, req Request) string {
+	for _, secret := range []string{req.Credentials.Password, req.Credentials.Token} {
+		if len(secret) >= 4 {
+			s = strings.ReplaceAll(s, secret, "***")
+		}
+	}
+	if u, err := url.Parse(req.URL); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			s = strings.ReplaceAll(s, p, "***")
+		}
+	}
+	return s
+}
