@@ -12,6 +12,8 @@ note() { printf '%s    %s%s\n' "$dim" "$*" "$reset"; }
 run()  { printf '%s$ %s%s\n' "$dim" "$*" "$reset"; "$@"; }
 
 demo_dir="$root/.local/demo"
+# A cluster of its own, started fresh, so every run tells the same story.
+export DRIFTLESS_LOCAL_DIR="$demo_dir/cluster"
 agent_pid=""
 cleanup() {
   if [[ -n "$agent_pid" ]] && kill -0 "$agent_pid" 2>/dev/null; then
@@ -23,6 +25,8 @@ cleanup() {
 }
 
 say "Starting a local Kubernetes control plane (etcd + kube-apiserver v1.37, built from Go modules)"
+hack/local-cluster.sh down >/dev/null
+rm -rf "$demo_dir" && mkdir -p "$demo_dir"
 kubeconfig="$(hack/local-cluster.sh up)"
 trap cleanup EXIT
 export KUBECONFIG="$kubeconfig"
@@ -30,7 +34,6 @@ kubectl() { "$root/bin/k8s/kubectl" "$@"; }
 git() { command git -c user.name="Platform Team" -c user.email=platform@example.com "$@"; }
 
 say "Creating a git repository laid out like the field report: namespaces/ and workloads/"
-rm -rf "$demo_dir" && mkdir -p "$demo_dir"
 git init --quiet --bare --initial-branch=main "$demo_dir/fleet.git"
 git clone --quiet "$demo_dir/fleet.git" "$demo_dir/work" 2>/dev/null
 cd "$demo_dir/work"
@@ -87,11 +90,11 @@ say "Running the agent with the field report's flags"
 cd "$root"
 run bin/driftless agent --kubeconfig "$KUBECONFIG" \
   --git-url "file://$demo_dir/fleet.git" --git-branch main \
-  --git-path namespaces,workloads --sync-interval 5s \
+  --git-path namespaces,workloads --sync-interval 5s --full-resync-interval 1h \
   --metrics-bind-address 0 --health-probe-bind-address 0 \
-  >"$root/.local/agent.log" 2>&1 &
+  >"$demo_dir/agent.log" 2>&1 &
 agent_pid=$!
-note "agent pid $agent_pid, log in .local/agent.log"
+note "agent pid $agent_pid, log in .local/demo/agent.log"
 
 # wait_for DESCRIPTION COMMAND... polls until COMMAND succeeds (60 s).
 wait_for() {
@@ -99,11 +102,11 @@ wait_for() {
   for _ in $(seq 1 120); do
     if "$@" >/dev/null 2>&1; then return 0; fi
     if ! kill -0 "$agent_pid" 2>/dev/null; then
-      echo "the agent exited; its log:"; tail -20 "$root/.local/agent.log"; exit 1
+      echo "the agent exited; its log:"; tail -20 "$demo_dir/agent.log"; exit 1
     fi
     sleep 0.5
   done
-  echo "timed out waiting for $what; agent log:"; tail -20 "$root/.local/agent.log"; exit 1
+  echo "timed out waiting for $what; agent log:"; tail -20 "$demo_dir/agent.log"; exit 1
 }
 applied_revision() {
   kubectl -n driftless-system get sync default -o jsonpath='{.status.lastAppliedRevision}'
@@ -134,8 +137,20 @@ head="$(git -C "$demo_dir/work" rev-parse HEAD)"
 wait_for "the prune" revision_is "$head"
 run kubectl -n shop get configmap app-config || note "app-config is gone: pruned."
 
+say "Someone edits the Deployment by hand: kubectl edit, memory 1Gi -> 3Gi"
+note "(a real kubectl edit, with a non-interactive editor)"
+run env KUBE_EDITOR="sed -i s/memory:\ 1Gi/memory:\ 3Gi/" "$root/bin/k8s/kubectl" -n shop edit deployment app
+memory_is() { [[ "$(kubectl -n shop get deployment app -o jsonpath='{.spec.template.spec.containers[0].resources.limits.memory}')" == "$1" ]]; }
+wait_for "the revert" memory_is 1Gi
+note "driftless watches what it manages and put it back at once, without waiting for the interval:"
+run kubectl -n shop get deployment app -o jsonpath='{.spec.template.spec.containers[0].resources.limits.memory}{"\n"}'
+note "The event says what it put back, who had changed it, and where to change it properly:"
+wait_for "the revert event" bash -c "'$root/bin/k8s/kubectl' -n shop get events --field-selector involvedObject.name=app,reason=DriftReverted -o name | grep -q ."
+kubectl -n shop get events --field-selector involvedObject.name=app,reason=DriftReverted -o jsonpath='{range .items[*]}{.message}{"\n"}{end}'
+
 say "Every sync is a record: the Sync's status and history"
 run kubectl -n driftless-system get sync default -o wide
+kubectl -n driftless-system get sync default -o jsonpath='{range .status.drift[*]}drift: {.object} {.action}: {.message}{"\n"}{end}'
 kubectl -n driftless-system get sync default -o jsonpath='{range .status.history[*]}{.revision}  {.result}  created={.created} configured={.configured} unchanged={.unchanged} pruned={.pruned}  ({.duration}){"\n"}{end}'
 say "...and an Event per sync"
 run kubectl -n driftless-system get events --field-selector involvedObject.kind=Sync -o custom-columns=REASON:.reason,MESSAGE:.message

@@ -26,3 +26,8 @@ const (
 
 // SyncLabelValue is the SyncLabel value for the Sync namespace/name.
 func SyncLabelValue(namespace, name string) string { return namespace + "." + name }
+
+// IgnoreFieldsAnnotation lists JSON pointers (comma-separated) of fields
+// driftless neither writes nor treats as drift, such as /spec/replicas
+// under an autoscaler.
+const IgnoreFieldsAnnotation = "driftless.dev/ignore-fields"

@@ -12,6 +12,10 @@ const (
 	ConditionReady       = "Ready"
 	ConditionReconciling = "Reconciling"
 	ConditionStalled     = "Stalled"
+	// ConditionDrifted is True while the cluster differs from git and
+	// driftless is not putting it back: in DryRun mode, with selfHeal
+	// off, or while paused in a fight with another writer.
+	ConditionDrifted = "Drifted"
 )
 
 // Condition reasons of a Sync.
@@ -26,6 +30,23 @@ const (
 	ReasonPruneFailed      = "PruneFailed"
 	ReasonPruneRefused     = "PruneRefused"
 	ReasonInvalidSpec      = "InvalidSpec"
+	ReasonDriftDetected    = "DriftDetected"
+	ReasonDriftReverted    = "DriftReverted"
+	ReasonInSync           = "InSync"
+	ReasonFight            = "FightDetected"
+)
+
+// SyncMode says whether a Sync writes to the cluster.
+// +kubebuilder:validation:Enum=Apply;DryRun
+type SyncMode string
+
+// Sync modes.
+const (
+	// ModeApply applies, prunes and reverts drift.
+	ModeApply SyncMode = "Apply"
+	// ModeDryRun computes the same plan and drift but writes nothing; it
+	// reports what it would create, change, prune and revert.
+	ModeDryRun SyncMode = "DryRun"
 )
 
 // GitSource is a git repository and the ref to follow in it. Exactly one
@@ -100,6 +121,16 @@ type SyncSpec struct {
 	// Suspend stops syncing; the cluster is left as it is.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+	// Mode Apply writes; DryRun only reports what it would write.
+	// +kubebuilder:default=Apply
+	// +optional
+	Mode SyncMode `json:"mode,omitempty"`
+	// SelfHeal reverts changes made in the cluster by anyone else as soon
+	// as they happen. Off, drift is reported (condition Drifted) and left
+	// until the next new revision.
+	// +kubebuilder:default=true
+	// +optional
+	SelfHeal *bool `json:"selfHeal,omitempty"`
 	// TargetNamespace is given to namespaced objects that have no namespace.
 	// Without it they go to "default".
 	// +optional
@@ -145,6 +176,53 @@ type SyncRecord struct {
 // MaxHistory is how many SyncRecords a Sync keeps.
 const MaxHistory = 10
 
+// DriftAction is what driftless did about a drift.
+// +kubebuilder:validation:Enum=Reverted;Reported;Paused
+type DriftAction string
+
+// Drift actions.
+const (
+	DriftReverted DriftAction = "Reverted"
+	// DriftReported: detected and left (DryRun, selfHeal off).
+	DriftReported DriftAction = "Reported"
+	// DriftPaused: another writer keeps changing the object; reverts are
+	// paused for a while.
+	DriftPaused DriftAction = "Paused"
+)
+
+// DriftField is one field found different from git.
+type DriftField struct {
+	// Path such as spec.template.spec.containers[app].resources.limits.memory.
+	Path string `json:"path"`
+	// Git is the value in git; Found the value found ("***" for Secret data).
+	Git   string `json:"git"`
+	Found string `json:"found"`
+	// Manager is the field manager that set the found value.
+	// +optional
+	Manager string `json:"manager,omitempty"`
+	// ChangedAt is when that manager wrote the object.
+	// +optional
+	ChangedAt *metav1.Time `json:"changedAt,omitempty"`
+}
+
+// DriftIncident is one change made in the cluster to a managed object.
+type DriftIncident struct {
+	Time metav1.Time `json:"time"`
+	// Object is Kind/namespace/name.
+	Object string `json:"object"`
+	// Origin is the file in git that defines the object.
+	// +optional
+	Origin string      `json:"origin,omitempty"`
+	Action DriftAction `json:"action"`
+	// +optional
+	Fields []DriftField `json:"fields,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// MaxDrift is how many DriftIncidents a Sync keeps.
+const MaxDrift = 20
+
 // SyncStatus is the observed state of a Sync.
 type SyncStatus struct {
 	// +optional
@@ -165,6 +243,9 @@ type SyncStatus struct {
 	// History holds the last syncs, newest first.
 	// +optional
 	History []SyncRecord `json:"history,omitempty"`
+	// Drift holds the last drift incidents, newest first.
+	// +optional
+	Drift []DriftIncident `json:"drift,omitempty"`
 }
 
 // Sync keeps a set of objects in the cluster equal to paths in a git
@@ -196,6 +277,12 @@ type SyncList struct {
 
 // PruneEnabled reports whether spec.prune is on (the default).
 func (s *Sync) PruneEnabled() bool { return s.Spec.Prune == nil || *s.Spec.Prune }
+
+// DryRun reports whether the Sync only reports (spec.mode: DryRun).
+func (s *Sync) DryRun() bool { return s.Spec.Mode == ModeDryRun }
+
+// SelfHealEnabled reports whether spec.selfHeal is on (the default).
+func (s *Sync) SelfHealEnabled() bool { return s.Spec.SelfHeal == nil || *s.Spec.SelfHeal }
 
 // LabelValue is the SyncLabel value of this Sync.
 func (s *Sync) LabelValue() string { return SyncLabelValue(s.Namespace, s.Name) }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/driftless/driftless/internal/plan"
 )
 
@@ -28,6 +30,11 @@ type Change struct {
 	// Reason explains a Skipped object or an unusual action, such as a
 	// re-creation.
 	Reason string
+	// Live and Applied are the object in the cluster before the change
+	// (nil when it did not exist) and as it would be after it. Only dry
+	// runs fill them, for diffs; they may hold Secret data, so views must
+	// mask it.
+	Live, Applied *unstructured.Unstructured
 }
 
 // ChangeSet is the outcome of applying or pruning, in the order performed.

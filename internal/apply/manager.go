@@ -23,6 +23,9 @@ type Options struct {
 	// WaitTimeout bounds waiting for a new CRD to be Established and for
 	// a deleted object to be gone before it is re-created.
 	WaitTimeout time.Duration
+	// DryRun validates and compares everything but writes nothing: Apply
+	// and Prune return what they would do.
+	DryRun bool
 }
 
 // DefaultOptions returns the options the agent uses.

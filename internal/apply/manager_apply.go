@@ -29,6 +29,10 @@ type checked struct {
 	// CRD of the same plan exists.
 	deferred bool
 	err      error
+	// desired is the object to write: the step's object without its
+	// ignored fields. live and applied are the object in the cluster
+	// (nil when absent) and the dry-run result.
+	desired, live, applied *unstructured.Unstructured
 }
 
 // Apply validates every object of p with a server-side dry-run and, when
@@ -47,6 +51,9 @@ func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 	results := m.dryRunAll(ctx, p.Apply, newNamespaces, newKinds)
 	if err := validationErrors(results, nil); err != nil {
 		return nil, err
+	}
+	if m.opts.DryRun {
+		return m.report(results), nil
 	}
 	var cs ChangeSet
 	// Stage 1: CRDs and Namespaces, so that what lives in them can be
@@ -138,8 +145,32 @@ func canDefer(err error, s plan.Step, newNamespaces, newKinds map[string]bool) b
 	return false
 }
 
+// report is the ChangeSet a dry run would produce, with the objects
+// before and after for diffs.
+func (m *Manager) report(results []checked) ChangeSet {
+	cs := make(ChangeSet, 0, len(results))
+	for _, r := range results {
+		c := Change{ID: r.step.ID, Origin: r.step.Object.Origin.String(), Action: r.action, Reason: r.reason, Live: r.live, Applied: r.applied}
+		if r.deferred {
+			c.Action, c.Applied = Created, r.desired
+			c.Reason = "validated once the Namespace or CRD it needs exists"
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
 func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
-	desired := s.Object.Object
+	desired, err := withoutIgnoredFields(s.Object.Object)
+	if err != nil {
+		return checked{step: s, err: err}
+	}
+	r := m.check(ctx, s, desired)
+	r.desired = desired
+	return r
+}
+
+func (m *Manager) check(ctx context.Context, s plan.Step, desired *unstructured.Unstructured) checked {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())
 	err := m.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
@@ -150,7 +181,7 @@ func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
 		return checked{step: s, err: err}
 	}
 	if live != nil && live.GetAnnotations()[v1alpha1.ReconcileAnnotation] == v1alpha1.Disabled {
-		return checked{step: s, action: Skipped, reason: v1alpha1.ReconcileAnnotation + ": disabled on the object in the cluster"}
+		return checked{step: s, action: Skipped, live: live, reason: v1alpha1.ReconcileAnnotation + ": disabled on the object in the cluster"}
 	}
 	if live != nil && live.GetDeletionTimestamp() != nil {
 		return checked{step: s, err: errors.New("the object is being deleted; it will be re-created once it is gone")}
@@ -161,7 +192,7 @@ func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
 	if err != nil {
 		if live != nil && isImmutable(err) {
 			if desired.GetAnnotations()[v1alpha1.ForceAnnotation] == v1alpha1.Enabled {
-				return checked{step: s, action: Configured, recreate: true,
+				return checked{step: s, action: Configured, recreate: true, live: live, applied: desired,
 					reason: "re-created: an immutable field changed and " + v1alpha1.ForceAnnotation + " is enabled"}
 			}
 			return checked{step: s, err: fmt.Errorf("%w: change the field back in git, or annotate the object with %s: %s to let driftless delete and re-create it",
@@ -171,11 +202,11 @@ func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
 	}
 	switch {
 	case live == nil:
-		return checked{step: s, action: Created}
+		return checked{step: s, action: Created, applied: dry}
 	case Equal(live, dry):
-		return checked{step: s, action: Unchanged}
+		return checked{step: s, action: Unchanged, live: live, applied: dry}
 	}
-	return checked{step: s, action: Configured}
+	return checked{step: s, action: Configured, live: live, applied: dry}
 }
 
 func isImmutable(err error) bool {
@@ -197,11 +228,11 @@ func (m *Manager) write(ctx context.Context, results []checked) (ChangeSet, erro
 				return nil
 			}
 			if r.recreate {
-				if err := m.deleteAndWait(ctx, r.step.Object.Object); err != nil {
+				if err := m.deleteAndWait(ctx, r.desired); err != nil {
 					return err
 				}
 			}
-			obj := r.step.Object.Object.DeepCopy()
+			obj := r.desired.DeepCopy()
 			return m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 				client.FieldOwner(m.opts.FieldManager), client.ForceOwnership)
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,7 +48,9 @@ func (m *Manager) pruneOne(ctx context.Context, e plan.Entry) pruned {
 	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: e.ID.Group, Version: e.Version, Kind: e.ID.Kind})
 	err := m.client.Get(ctx, client.ObjectKey{Namespace: e.ID.Namespace, Name: e.ID.Name}, obj)
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		// Gone, or its kind is no longer served (its CRD was deleted):
+		// nothing left to prune.
 		return pruned{}
 	case err != nil:
 		return pruned{err: err}
@@ -61,6 +64,9 @@ func (m *Manager) pruneOne(ctx context.Context, e plan.Entry) pruned {
 	}
 	if obj.GetAnnotations()[v1alpha1.PruneAnnotation] == v1alpha1.Disabled {
 		return skip("not pruned: " + v1alpha1.PruneAnnotation + ": disabled")
+	}
+	if m.opts.DryRun {
+		return pruned{change: &Change{ID: e.ID, Origin: origin, Action: Pruned, Live: obj}}
 	}
 	uid := obj.GetUID()
 	err = m.client.Delete(ctx, obj, client.PropagationPolicy("Background"), client.Preconditions{UID: &uid})

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,8 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -48,6 +50,8 @@ type agentOptions struct {
 	logFormat     string
 	cacheDir      string
 	concurrent    int
+	dryRun        bool
+	fullResync    time.Duration
 	leaderElectOn bool // whether --leader-elect was given
 }
 
@@ -78,7 +82,9 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.leaderElectOn = cmd.Flags().Changed("leader-elect")
-			return runAgent(ctrl.SetupSignalHandler(), o)
+			ctx, stop := withShutdownSignals(cmd.Context())
+			defer stop()
+			return runAgent(ctx, o)
 		},
 	}
 	f := cmd.Flags()
@@ -90,15 +96,29 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.gitSecret, "git-secret", "", "Secret in the agent's namespace with the root Sync's git credentials")
 	f.DurationVar(&o.syncInterval, "sync-interval", 5*time.Minute, "interval of the root Sync")
 	f.BoolVar(&o.insecureHost, "git-insecure-skip-host-key-check", false, "accept any SSH host key for the root Sync (not recommended)")
-	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among agent replicas (default on in-cluster, off elsewhere)")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among agent replicas; on by default when running in a cluster (set --leader-elect=false to turn it off there), off elsewhere")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "driftless"), "directory for git checkouts, one per Sync")
-	f.IntVar(&o.concurrent, "concurrent", 4, "Syncs reconciled at the same time")
+	f.IntVar(&o.concurrent, "concurrent", 4, "Syncs reconciled at the same time (and drifted objects checked at the same time)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "write nothing: report what every Sync would create, change, prune and revert (events, status, condition Drifted)")
+	f.DurationVar(&o.fullResync, "full-resync-interval", time.Hour, "how often a Sync compares every object even when git did not change and the drift watches saw nothing")
 	return cmd
 }
 
+// withShutdownSignals returns a context cancelled by SIGINT or SIGTERM.
+// Once it is done the signals get their default action back, so a second
+// signal ends the process at once. Unlike ctrl.SetupSignalHandler it may
+// be called more than once in a process.
+func withShutdownSignals(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
+}
+
+// runAgent runs the agent until ctx is done. It returns nil after a clean
+// shutdown.
 func runAgent(ctx context.Context, o *agentOptions) error {
 	switch o.logFormat {
 	case "json":
@@ -136,33 +156,32 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return err
 	}
 
+	// A process runs one agent, so the controller's name is unique
+	// without the global check, which would refuse a second agent started
+	// in the same process (as tests do).
+	skipNameValidation := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "driftless-agent",
-		LeaderElectionNamespace: o.namespace,
-		// Only Syncs are cached: managed objects are read on demand, so
-		// memory does not grow with the cluster.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&v1alpha1.Sync{}: {}}},
+		Scheme:                        scheme,
+		Controller:                    config.Controller{SkipNameValidation: &skipNameValidation},
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              "driftless-agent",
+		LeaderElectionNamespace:       o.namespace,
+		LeaderElectionReleaseOnCancel: true,
+		// Syncs, and the metadata of managed objects (by label) for drift
+		// watches: nothing unmanaged is cached.
+		Cache: controller.CacheOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)
 	}
-	applier, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return err
-	}
-	r := &controller.SyncReconciler{
-		Client:   mgr.GetClient(),
-		Reader:   mgr.GetAPIReader(),
-		Applier:  applier,
-		Scope:    controller.MapperScope{Mapper: mgr.GetRESTMapper()},
-		Recorder: mgr.GetEventRecorder("driftless"),
-		CacheDir: o.cacheDir,
-	}
-	if err := r.SetupWithManager(mgr, o.concurrent); err != nil {
+	if _, err := controller.Setup(mgr, controller.Options{
+		CacheDir:    o.cacheDir,
+		DryRun:      o.dryRun,
+		Concurrency: o.concurrent,
+		FullResync:  o.fullResync,
+	}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -171,7 +190,8 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("driftless agent starting", "version", version, "apiServer", cfg.Host, "namespace", o.namespace, "leaderElection", o.leaderElect)
+	ctrl.Log.Info("driftless agent starting", "version", version, "apiServer", cfg.Host, "namespace", o.namespace,
+		"leaderElection", o.leaderElect, "dryRun", o.dryRun)
 	return mgr.Start(ctx)
 }
 
@@ -180,6 +200,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 func restConfig(path string) (*rest.Config, bool, error) {
 	if path == "" {
 		if cfg, err := rest.InClusterConfig(); err == nil {
+			cfg.QPS, cfg.Burst = 50, 100
 			return cfg, true, nil
 		}
 	}

@@ -14,7 +14,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 // NewRootCommand returns the driftless command tree writing to out and errOut.
@@ -34,7 +39,7 @@ Run "driftless <command> --help" for the flags of each command.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newVersionCommand(), newAgentCommand())
+	root.AddCommand(newVersionCommand(), newAgentCommand(), newDiffCommand())
 	return root
 }
 
@@ -43,9 +48,13 @@ func Execute(args []string, out, errOut io.Writer) int {
 	root := NewRootCommand(out, errOut)
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintf(errOut, "Error: %v\n", err)
+		// An exitError without an error is a result, such as "diff found
+		// changes", not a failure: it sets the code and prints nothing.
 		var ee *exitError
-		if errors.As(err, &ee) {
+		if !errors.As(err, &ee) || ee.err != nil {
+			fmt.Fprintf(errOut, "Error: %v\n", err)
+		}
+		if ee != nil {
 			return ee.code
 		}
 		return 2

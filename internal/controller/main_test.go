@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/go-logr/logr"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,7 @@ func TestMain(m *testing.M) {
 }
 
 func setup(e *testenv.Env) error {
+	ctrl.SetLogger(logr.Discard())
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err

@@ -10,7 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -43,18 +46,42 @@ type SyncReconciler struct {
 	Recorder EventRecorder
 	// CacheDir holds one checkout per Sync.
 	CacheDir string
+	// DryRun makes every Sync report instead of write (agent --dry-run).
+	DryRun bool
+	// Watches, when set, watches managed objects for drift; while it
+	// covers a Sync's kinds and nothing changed in git, an interval costs
+	// no request per object. A full comparison still runs every
+	// FullResync (default 1h).
+	Watches interface {
+		Ensure(ctx context.Context, gvks []schema.GroupVersionKind) error
+		Covers(gvks []schema.GroupVersionKind) bool
+	}
+	FullResync time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
 
 	mu sync.Mutex
 	// desired caches each Sync's last render, by namespace/name.
 	desired map[string]rendered
+	// lastFull is when each Sync last compared every object.
+	lastFull map[string]time.Time
+}
+
+func (r *SyncReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // rendered is a cached render, valid while the revision and the Sync's
 // generation are unchanged.
 type rendered struct {
+	uid        types.UID
 	revision   string
 	generation int64
 	objects    []render.Object
+	index      map[plan.ID]int
 }
 
 // Reconcile runs one sync of a Sync and records it.
@@ -83,7 +110,7 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if interval <= 0 {
 		interval = 5 * time.Minute
 	}
-	if o.noop(&s.Status) && s.Status.ObservedGeneration == s.Generation {
+	if (o.noop(&s.Status) || o.sameReport(&s.Status)) && s.Status.ObservedGeneration == s.Generation {
 		logger.V(1).Info("in sync", "revision", o.revision, "unchanged", o.changes.Count(apply.Unchanged))
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
@@ -94,6 +121,7 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
 	}
 	if o.err != nil {
+		observeSync(req.String(), o)
 		logger.Error(o.err, "sync failed", "reason", o.reason, "revision", o.revision)
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, o.reason, "Sync", "%s", o.message())
 		// Retry sooner than the interval for failures that may heal by
@@ -103,8 +131,13 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
-	logger.Info("synced", "revision", o.revision, "summary", o.changes.Summary(), "duration", o.duration)
-	r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Sync", "%s", o.message())
+	observeSync(req.String(), o)
+	logger.Info("synced", "revision", o.revision, "summary", o.changes.Summary(), "duration", o.duration, "dryRun", o.dryRun)
+	if o.dryRun && o.pending() {
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "Sync", "%s", o.message())
+	} else {
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Sync", "%s", o.message())
+	}
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 
@@ -127,6 +160,13 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	if err != nil {
 		return fail(v1alpha1.ReasonFetchFailed, err)
 	}
+	if r.watchedAndCurrent(s, o.revision) {
+		// Nothing new in git, and the watches report every change in
+		// the cluster: no request per object.
+		o.duration = time.Since(o.started)
+		return o
+	}
+	o.dryRun = r.DryRun || s.DryRun() || (!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision)
 	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision)
 	if err != nil {
 		return fail(reason, err)
@@ -144,11 +184,19 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		return fail(v1alpha1.ReasonPruneRefused, err)
 	}
 
-	m := apply.NewManager(r.Applier, apply.DefaultOptions(s.LabelValue()))
+	opts := apply.DefaultOptions(s.LabelValue())
+	opts.DryRun = o.dryRun
+	m := apply.NewManager(r.Applier, opts)
 	o.changes, err = m.Apply(ctx, p)
 	if err != nil {
 		var ve *apply.ValidationError
 		if errors.As(err, &ve) {
+			if len(ve.Written) > 0 {
+				// Namespaces and CRDs written before the failing objects
+				// could be validated are ours now: track them for prune.
+				o.changes = ve.Written
+				o.inventory = union(previous, entriesOf(ve.Written, p))
+			}
 			return fail(v1alpha1.ReasonValidationFailed, err)
 		}
 		// Keep every object of the old and the new set in the inventory:
@@ -158,13 +206,66 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	}
 	pruned, err := m.Prune(ctx, p.Prune)
 	o.changes = append(o.changes, pruned...)
+	if o.dryRun {
+		o.duration = time.Since(o.started)
+		return o // nothing written: the inventory stays
+	}
 	o.inventory = p.Inventory()
 	if err != nil {
 		o.inventory = union(o.inventory, failedPrunes(p.Prune, err))
 		return fail(v1alpha1.ReasonPruneFailed, err)
 	}
+	if r.Watches != nil {
+		if err := r.Watches.Ensure(ctx, kindsOf(o.inventory)); err != nil {
+			log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
+		}
+	}
+	r.mu.Lock()
+	if r.lastFull == nil {
+		r.lastFull = map[string]time.Time{}
+	}
+	r.lastFull[s.Namespace+"/"+s.Name] = r.now()
+	r.mu.Unlock()
 	o.duration = time.Since(o.started)
 	return o
+}
+
+// watchedAndCurrent reports whether the Sync is Ready at revision with its
+// spec unchanged, its objects are watched for drift, and its last full
+// comparison is recent: then the interval has nothing to do.
+func (r *SyncReconciler) watchedAndCurrent(s *v1alpha1.Sync, revision string) bool {
+	if r.Watches == nil || r.DryRun || s.DryRun() || revision != s.Status.LastAppliedRevision ||
+		s.Generation != s.Status.ObservedGeneration || !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) {
+		return false
+	}
+	key := s.Namespace + "/" + s.Name
+	full := r.FullResync
+	if full <= 0 {
+		full = time.Hour
+	}
+	r.mu.Lock()
+	cached, rendered := r.desired[key]
+	last, compared := r.lastFull[key]
+	r.mu.Unlock()
+	if !rendered || cached.uid != s.UID || cached.revision != revision || cached.generation != s.Generation || !compared || r.now().Sub(last) >= full {
+		return false
+	}
+	inv, err := inventoryOf(&s.Status)
+	return err == nil && r.Watches.Covers(kindsOf(inv))
+}
+
+// kindsOf returns the distinct kinds (with versions) of an inventory.
+func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
+	seen := map[schema.GroupVersionKind]bool{}
+	var out []schema.GroupVersionKind
+	for _, e := range inv {
+		gvk := schema.GroupVersionKind{Group: e.ID.Group, Version: e.Version, Kind: e.ID.Kind}
+		if !seen[gvk] {
+			seen[gvk] = true
+			out = append(out, gvk)
+		}
+	}
+	return out
 }
 
 // desiredObjects returns the rendered objects of revision, from the cache
@@ -175,10 +276,31 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	r.mu.Lock()
 	cached, ok := r.desired[key]
 	r.mu.Unlock()
-	if ok && cached.revision == revision && cached.generation == s.Generation {
+	if ok && cached.uid == s.UID && cached.revision == revision && cached.generation == s.Generation {
 		return cached.objects, "", nil
 	}
-	dir := filepath.Join(r.CacheDir, s.Namespace, s.Name)
+	objects, reason, err := Render(ctx, s, req, revision, filepath.Join(r.CacheDir, s.Namespace, s.Name), r.Scope)
+	if err != nil {
+		return nil, reason, err
+	}
+	r.mu.Lock()
+	if r.desired == nil {
+		r.desired = map[string]rendered{}
+	}
+	index := make(map[plan.ID]int, len(objects))
+	for i, o := range objects {
+		index[plan.IDOf(o.Object)] = i
+	}
+	r.desired[key] = rendered{uid: s.UID, revision: revision, generation: s.Generation, objects: objects, index: index}
+	r.mu.Unlock()
+	return objects, "", nil
+}
+
+// Render checks out revision of the Sync's source into dir and renders
+// its paths the way the agent does. On failure it also returns the Ready
+// reason: FetchFailed or BuildFailed. `driftless diff` uses it to show
+// exactly what the agent would apply.
+func Render(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision, dir string, scope render.ScopeResolver) ([]render.Object, string, error) {
 	if _, err := source.Checkout(ctx, req, revision, dir); err != nil {
 		return nil, v1alpha1.ReasonFetchFailed, err
 	}
@@ -188,17 +310,11 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 		Revision:        revision,
 		SyncLabel:       s.LabelValue(),
 		TargetNamespace: s.Spec.TargetNamespace,
-		Scope:           r.Scope,
+		Scope:           scope,
 	})
 	if err != nil {
 		return nil, v1alpha1.ReasonBuildFailed, fmt.Errorf("revision %s: %w", source.Short(revision), err)
 	}
-	r.mu.Lock()
-	if r.desired == nil {
-		r.desired = map[string]rendered{}
-	}
-	r.desired[key] = rendered{revision: revision, generation: s.Generation, objects: objects}
-	r.mu.Unlock()
 	return objects, "", nil
 }
 
@@ -208,14 +324,19 @@ func (r *SyncReconciler) forget(key string) {
 	r.mu.Unlock()
 }
 
-// sourceRequest builds the fetch request of s, reading its git Secret.
 func (r *SyncReconciler) sourceRequest(ctx context.Context, s *v1alpha1.Sync) (source.Request, error) {
+	return SourceRequest(ctx, r.Reader, s)
+}
+
+// SourceRequest builds the fetch request of s, reading its git Secret
+// with reader.
+func SourceRequest(ctx context.Context, reader client.Reader, s *v1alpha1.Sync) (source.Request, error) {
 	g := s.Spec.Source.Git
 	req := source.Request{URL: g.URL, Ref: source.Ref{Branch: g.Branch, Tag: g.Tag, Commit: g.Commit}}
 	if g.SecretRef != nil {
 		var secret corev1.Secret
 		key := client.ObjectKey{Namespace: s.Namespace, Name: g.SecretRef.Name}
-		if err := r.Reader.Get(ctx, key, &secret); err != nil {
+		if err := reader.Get(ctx, key, &secret); err != nil {
 			return req, fmt.Errorf("read git Secret %s: %w", key, err)
 		}
 		req.Credentials = source.CredentialsFromSecret(secret.Data)
@@ -231,6 +352,21 @@ func union(a, b []plan.Entry) []plan.Entry {
 	for _, e := range append(append([]plan.Entry{}, a...), b...) {
 		if !seen[e.ID] {
 			seen[e.ID] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// entriesOf returns the plan's inventory entries of the changed objects.
+func entriesOf(cs apply.ChangeSet, p plan.Plan) []plan.Entry {
+	changed := map[plan.ID]bool{}
+	for _, c := range cs {
+		changed[c.ID] = true
+	}
+	var out []plan.Entry
+	for _, e := range p.Inventory() {
+		if changed[e.ID] {
 			out = append(out, e)
 		}
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,6 +24,23 @@ type outcome struct {
 	// reason is empty on success, else the Ready=False reason.
 	reason string
 	err    error
+	// dryRun: nothing was written; changes are what a sync would do.
+	dryRun bool
+}
+
+// pending reports whether a dry run found anything to do.
+func (o outcome) pending() bool {
+	return o.changes.Count(apply.Created)+o.changes.Count(apply.Configured)+o.changes.Count(apply.Pruned) > 0
+}
+
+// sameReport reports whether a dry run found exactly what the Sync's
+// status already says, so that recording it again would only churn.
+func (o outcome) sameReport(st *v1alpha1.SyncStatus) bool {
+	if !o.dryRun || o.err != nil || o.revision != st.LastAttemptedRevision {
+		return false
+	}
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Message == o.message()
 }
 
 // stalledReasons are failures that retrying cannot fix: they need a new
@@ -50,13 +68,34 @@ func (o outcome) message() string {
 	if o.err != nil {
 		return truncate(o.err.Error())
 	}
+	if o.dryRun {
+		if !o.pending() {
+			return fmt.Sprintf("dry run of %s: in sync, nothing to change (%d unchanged)", source.Short(o.revision), o.changes.Count(apply.Unchanged))
+		}
+		return truncate(fmt.Sprintf("dry run of %s: would %s", source.Short(o.revision), o.wouldDo()))
+	}
 	return fmt.Sprintf("applied %s: %s", source.Short(o.revision), o.changes.Summary())
+}
+
+// wouldDo lists what a dry run would change, object by object.
+func (o outcome) wouldDo() string {
+	var parts []string
+	verbs := map[apply.Action]string{apply.Created: "create", apply.Configured: "update", apply.Pruned: "prune"}
+	for _, c := range o.changes {
+		if v, ok := verbs[c.Action]; ok {
+			parts = append(parts, v+" "+c.ID.String())
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // noop reports whether the attempt changed nothing and found nothing new,
 // so that recording it would only churn the Sync.
 func (o outcome) noop(st *v1alpha1.SyncStatus) bool {
-	return o.err == nil && o.revision == st.LastAppliedRevision &&
+	ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+	return o.err == nil && !o.dryRun && o.revision == st.LastAppliedRevision &&
+		ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == v1alpha1.ReasonSucceeded &&
+		!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionStalled) &&
 		o.changes.Count(apply.Created)+o.changes.Count(apply.Configured)+o.changes.Count(apply.Pruned) == 0
 }
 
@@ -67,10 +106,22 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 		st.LastAttemptedRevision = o.revision
 	}
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: generation, Message: o.message()}
-	if o.err == nil {
+	switch {
+	case o.err == nil && o.dryRun:
+		// A dry run applies nothing: lastAppliedRevision stays.
+		ready.Status, ready.Reason = metav1.ConditionTrue, v1alpha1.ReasonSucceeded
+		drifted := metav1.Condition{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, ObservedGeneration: generation,
+			Reason: v1alpha1.ReasonInSync, Message: ready.Message}
+		if o.pending() {
+			drifted.Status, drifted.Reason = metav1.ConditionTrue, v1alpha1.ReasonDriftDetected
+		}
+		meta.SetStatusCondition(&st.Conditions, drifted)
+	case o.err == nil:
 		ready.Status, ready.Reason = metav1.ConditionTrue, v1alpha1.ReasonSucceeded
 		st.LastAppliedRevision = o.revision
-	} else {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse,
+			ObservedGeneration: generation, Reason: v1alpha1.ReasonInSync, Message: "the cluster matches " + source.Short(o.revision)})
+	default:
 		ready.Status, ready.Reason = metav1.ConditionFalse, o.reason
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)

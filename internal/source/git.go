@@ -69,7 +69,7 @@ func Resolve(ctx context.Context, req Request) (string, error) {
 		return "", err
 	}
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{req.URL}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
 	if err != nil {
 		return "", fetchError(req, err)
 	}
@@ -185,6 +185,11 @@ func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil {
 		return userinfo.ReplaceAllString(raw, "${1}***@")
+	}
+	if _, hasPassword := u.User.Password(); !hasPassword && u.User.Username() != "git" {
+		// A token passed as the user name (https://TOKEN@host/...).
+		u.User = url.User("xxxxx")
+		return u.String()
 	}
 	return u.Redacted()
 }

@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/source"
+)
+
+// clusterDiff is the agent's plan for the Sync o.sync, printed: it renders
+// what the agent would apply (or o.revision, or the Sync's paths in the
+// local checkout o.paths[0]), plans it against the Sync's inventory and
+// dry-runs the apply and prune. Warnings, such as unreadable inventory
+// entries, go to warn.
+func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffReport, error) {
+	key, err := parseSyncKey(o.sync)
+	if err != nil {
+		return nil, err
+	}
+	c, mapper, err := diffClient(o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	var s v1alpha1.Sync
+	if err := c.Get(ctx, key, &s); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("no Sync %s in the cluster: list the Syncs with kubectl get syncs -A", key)
+		case meta.IsNoMatchError(err):
+			return nil, fmt.Errorf("the cluster serves no Sync API: is driftless installed? (%w)", err)
+		}
+		return nil, fmt.Errorf("read Sync %s: %w", key, err)
+	}
+
+	if s.Spec.Suspend {
+		fmt.Fprintf(warn, "Warning: Sync %s is suspended: the agent changes nothing until spec.suspend is false\n", key)
+	}
+	scope := controller.MapperScope{Mapper: mapper}
+	var objects []render.Object
+	var to string
+	if len(o.paths) > 0 {
+		objects, to, err = renderLocalDir(&s, o.paths[0], scope)
+	} else {
+		objects, to, err = renderSyncRevision(ctx, c, &s, o.revision, scope)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	p := plan.New(objects, inventoryEntries(&s, warn))
+	if !s.PruneEnabled() {
+		p.Prune = nil
+	}
+	if err := p.CheckEmpty(s.Spec.AllowEmpty); err != nil {
+		return nil, fmt.Errorf("the agent would refuse to sync %s: %w", key, err)
+	}
+	opts := apply.DefaultOptions(s.LabelValue())
+	opts.DryRun = true
+	m := apply.NewManager(c, opts)
+	applied, err := m.Apply(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("the agent would not apply %s: %w", to, err)
+	}
+	pruned, err := m.Prune(ctx, p.Prune)
+	if err != nil {
+		return nil, err
+	}
+	r := newDiffReport("live", to)
+	if err := r.addChangeSet(append(applied, pruned...)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func parseSyncKey(s string) (client.ObjectKey, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return client.ObjectKey{}, fmt.Errorf("--sync %q: write the Sync as NAMESPACE/NAME, such as driftless-system/default", s)
+	}
+	return client.ObjectKey{Namespace: ns, Name: name}, nil
+}
+
+// diffClient returns a client for the cluster of kubeconfig that handles
+// any kind the cluster serves, and its RESTMapper.
+func diffClient(kubeconfig string) (client.Client, meta.RESTMapper, error) {
+	cfg, _, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, nil, err
+		}
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
+	}
+	return c, mapper, nil
+}
+
+// renderSyncRevision renders, as the agent does, the revision the Sync
+// follows, or revision when given (a full SHA, or a branch or tag of the
+// Sync's repository). It returns the objects and the short revision.
+func renderSyncRevision(ctx context.Context, c client.Reader, s *v1alpha1.Sync, revision string, scope render.ScopeResolver) ([]render.Object, string, error) {
+	req, err := controller.SourceRequest(ctx, c, s)
+	if err != nil {
+		return nil, "", err
+	}
+	var rev string
+	if revision == "" {
+		rev, err = source.Resolve(ctx, req)
+	} else {
+		req, rev, err = resolveRef(ctx, req, "--revision", revision)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	tmp, err := os.MkdirTemp("", "driftless-diff-")
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(tmp)
+	objects, _, err := controller.Render(ctx, s, req, rev, filepath.Join(tmp, "checkout"), scope)
+	if err != nil {
+		return nil, "", err
+	}
+	return objects, source.Short(rev), nil
+}
+
+// renderLocalDir renders the Sync's paths in dir, a local checkout of its
+// repository, as the agent would render them in git: the origins of the
+// objects match those of a commit of the same files.
+func renderLocalDir(s *v1alpha1.Sync, dir string, scope render.ScopeResolver) ([]render.Object, string, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, "", fmt.Errorf("--path %q is not a directory: pass a local checkout of the Sync's repository", dir)
+	}
+	objects, err := render.Render(render.Options{
+		Root:            dir,
+		Paths:           s.Spec.Paths,
+		SyncLabel:       s.LabelValue(),
+		TargetNamespace: s.Spec.TargetNamespace,
+		Scope:           scope,
+	})
+	if err != nil {
+		where := "all of it"
+		if len(s.Spec.Paths) > 0 {
+			where = "the Sync's paths " + strings.Join(s.Spec.Paths, ", ")
+		}
+		return nil, "", fmt.Errorf("--path %s, rendering %s: %w", dir, where, err)
+	}
+	return objects, dir, nil
+}
+
+// inventoryEntries returns the Sync's inventory; entries it cannot read are
+// reported to warn and left out, so they are never pruned.
+func inventoryEntries(s *v1alpha1.Sync, warn io.Writer) []plan.Entry {
+	entries := make([]plan.Entry, 0, len(s.Status.Inventory))
+	for _, e := range s.Status.Inventory {
+		id, err := plan.ParseInventoryKey(e.ID)
+		if err != nil {
+			fmt.Fprintf(warn, "Warning: Sync %s/%s: %v; it is left out of the diff\n", s.Namespace, s.Name, err)
+			continue
+		}
+		entries = append(entries, plan.Entry{ID: id, Version: e.Version})
+	}
+	return entries
+}

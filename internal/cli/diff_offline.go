@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/source"
+)
+
+// offlineDiff renders the revisions o.from and o.to of o.repo without a
+// cluster and reports the objects added, removed and modified between
+// them.
+func offlineDiff(ctx context.Context, o *diffOptions) (*diffReport, error) {
+	tmp, err := os.MkdirTemp("", "driftless-diff-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	repo, err := openRepo(o.repo)
+	if err != nil {
+		return nil, err
+	}
+	from, err := repo.checkout(ctx, "--from", o.from, filepath.Join(tmp, "from"))
+	if err != nil {
+		return nil, err
+	}
+	to, err := repo.checkout(ctx, "--to", o.to, filepath.Join(tmp, "to"))
+	if err != nil {
+		return nil, err
+	}
+	var before, after []render.Object
+	if before, err = from.render(o); err != nil {
+		return nil, err
+	}
+	if after, err = to.render(o); err != nil {
+		return nil, err
+	}
+	r := newDiffReport(from.label, to.label)
+	if err := r.compare(before, after); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// compare records the objects of after that are not in before (create),
+// those of before not in after (delete) and those in both that differ
+// other than in the revision of their origin annotation (update).
+func (r *diffReport) compare(before, after []render.Object) error {
+	old := make(map[plan.ID]render.Object, len(before))
+	entries := make([]plan.Entry, 0, len(before))
+	for _, o := range before {
+		id := plan.IDOf(o.Object)
+		old[id] = o
+		entries = append(entries, plan.Entry{ID: id, Version: o.Object.GroupVersionKind().Version})
+	}
+	// The plan of after against before as inventory orders the changes
+	// as the agent would make them, and its prunes are the removals.
+	p := plan.New(after, entries)
+	for _, s := range p.Apply {
+		prev, ok := old[s.ID]
+		var err error
+		switch {
+		case !ok:
+			err = r.add(diffCreate, s.ID, s.Object.Origin.String(), "", nil, s.Object.Object)
+		case reflect.DeepEqual(forDisplay(prev.Object), forDisplay(s.Object.Object)):
+			r.Summary.Unchanged++
+		default:
+			err = r.add(diffUpdate, s.ID, s.Object.Origin.String(), "", prev.Object, s.Object.Object)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, e := range p.Prune {
+		prev := old[e.ID]
+		if err := r.add(diffDelete, e.ID, prev.Origin.String(), "", prev.Object, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// offlineRepo is the repository of an offline diff: a local clone, read
+// in place, or a URL, fetched.
+type offlineRepo struct {
+	url   string          // for fetching, when not local
+	local *git.Repository // a local clone
+	dir   string          // the local clone's directory
+}
+
+// openRepo opens repo, a directory holding a clone or a repository URL.
+func openRepo(repo string) (*offlineRepo, error) {
+	if fi, err := os.Stat(repo); err == nil && fi.IsDir() {
+		r, err := git.PlainOpen(repo)
+		if err != nil {
+			return nil, fmt.Errorf("--repo %s: not a git repository (%w); pass the top directory of a clone", repo, err)
+		}
+		return &offlineRepo{local: r, dir: repo}, nil
+	}
+	if strings.Contains(repo, "://") {
+		return &offlineRepo{url: repo}, nil
+	}
+	return nil, fmt.Errorf("--repo %q is neither a directory nor a URL: pass a local clone, or a file://, http:// or https:// URL", repo)
+}
+
+// diffSide is one checked-out side of an offline diff.
+type diffSide struct {
+	flag, ref, revision string
+	dir                 string
+	label               string
+}
+
+// checkout writes the tree of ref (named by flag, for errors) into dir.
+func (r *offlineRepo) checkout(ctx context.Context, flag, ref, dir string) (*diffSide, error) {
+	co := &diffSide{flag: flag, ref: ref, dir: dir}
+	if r.local != nil {
+		hash, err := resolveLocal(r.local, ref)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q is not a branch, tag or commit of %s: %w", flag, ref, r.dir, err)
+		}
+		co.revision = hash.String()
+		if err := writeTree(r.local, hash, dir); err != nil {
+			return nil, fmt.Errorf("%s %q: read commit %s of %s: %w", flag, ref, source.Short(co.revision), r.dir, err)
+		}
+	} else {
+		req, rev, err := resolveRef(ctx, source.Request{URL: r.url}, flag, ref)
+		if err != nil {
+			return nil, err
+		}
+		co.revision = rev
+		if _, err := source.Checkout(ctx, req, rev, dir); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", flag, ref, err)
+		}
+	}
+	co.label = source.Short(co.revision)
+	if !strings.HasPrefix(co.revision, ref) {
+		co.label = fmt.Sprintf("%s (%s)", ref, co.label)
+	}
+	return co, nil
+}
+
+// render renders the side as a Sync of o's paths would be rendered, but
+// without a sync label and scoping kinds without a cluster.
+func (co *diffSide) render(o *diffOptions) ([]render.Object, error) {
+	objects, err := render.Render(render.Options{
+		Root:            co.dir,
+		Paths:           o.paths,
+		Revision:        co.revision,
+		TargetNamespace: o.targetNamespace,
+		Scope:           builtinScope{},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", co.flag, co.label, err)
+	}
+	return objects, nil
+}
+
+// resolveLocal resolves ref in a local clone: a branch, else a tag, else
+// anything git rev-parse would resolve (HEAD, origin/main, a short SHA).
+func resolveLocal(repo *git.Repository, ref string) (plumbing.Hash, error) {
+	for _, name := range []plumbing.ReferenceName{plumbing.NewBranchReferenceName(ref), plumbing.NewTagReferenceName(ref)} {
+		if r, err := repo.Reference(name, true); err == nil {
+			return peelToCommit(repo, r.Hash())
+		}
+	}
+	h, err := repo.ResolveRevision(plumbing.Revision(ref))
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return peelToCommit(repo, *h)
+}
+
+// commitOf peels an annotated tag to its commit.
+func peelToCommit(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) {
+	if tag, err := repo.TagObject(h); err == nil {
+		c, err := tag.Commit()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return c.Hash, nil
+	}
+	return h, nil
+}
+
+// writeTree writes the files of commit hash of repo into dir, which it
+// creates. Symbolic links are written as links (render refuses those that
+// leave the tree); submodules are left out.
+func writeTree(repo *git.Repository, hash plumbing.Hash, dir string) error {
+	commit, err := repo.CommitObject(hash)
+	if err != nil {
+		return err
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return tree.Files().ForEach(func(f *object.File) error {
+		name := filepath.FromSlash(f.Name)
+		if err := root.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			return err
+		}
+		switch f.Mode {
+		case filemode.Submodule:
+			return nil
+		case filemode.Symlink:
+			target, err := f.Contents()
+			if err != nil {
+				return err
+			}
+			return root.Symlink(target, name)
+		}
+		rd, err := f.Reader()
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		w, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(w, rd)
+		return errors.Join(err, w.Close())
+	})
+}
+
+// builtinScope tells render, without a cluster, which kinds are
+// namespaced: every kind but the cluster-scoped built-in ones below.
+// Render itself takes the scope of kinds defined by a
+// CustomResourceDefinition in the same render from it.
+type builtinScope struct{}
+
+var _ render.ScopeResolver = builtinScope{}
+
+// clusterScoped are the cluster-scoped kinds of Kubernetes and its
+// aggregation layer.
+var clusterScoped = map[schema.GroupKind]bool{
+	{Group: "", Kind: "Namespace"}:                                                    true,
+	{Group: "", Kind: "Node"}:                                                         true,
+	{Group: "", Kind: "PersistentVolume"}:                                             true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:                         true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:                  true,
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:                 true,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:                                   true,
+	{Group: "storage.k8s.io", Kind: "CSIDriver"}:                                      true,
+	{Group: "storage.k8s.io", Kind: "CSINode"}:                                        true,
+	{Group: "storage.k8s.io", Kind: "VolumeAttachment"}:                               true,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:                               true,
+	{Group: "networking.k8s.io", Kind: "IngressClass"}:                                true,
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                                      true,
+	{Group: "apiregistration.k8s.io", Kind: "APIService"}:                             true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:     true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}:   true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:        true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: true,
+	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}:                 true,
+	{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}:                       true,
+	{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}:       true,
+}
+
+// Namespaced reports whether gk is namespaced; it never fails.
+func (builtinScope) Namespaced(gk schema.GroupKind) (bool, error) {
+	return !clusterScoped[gk], nil
+}

@@ -1,0 +1,202 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/drift"
+	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/render"
+)
+
+// DriftReconciler checks one managed object that someone else changed
+// and puts it back to git, or reports it when the Sync only reports.
+type DriftReconciler struct {
+	Client   client.Client
+	Applier  client.Client
+	Recorder EventRecorder
+	// Syncs holds the desired objects of the last render of each Sync.
+	Syncs *SyncReconciler
+	// DryRun makes every Sync report drift without reverting it
+	// (driftless agent --dry-run).
+	DryRun  bool
+	Policy  drift.Policy
+	History *drift.History
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+func (r *DriftReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile checks the object of req. It never costs a full sync.
+func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("sync", req.Sync, "object", req.ID().String())
+	var s v1alpha1.Sync
+	if err := r.Client.Get(ctx, req.Sync, &s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.Spec.Suspend {
+		return ctrl.Result{}, nil
+	}
+	obj, ok := r.Syncs.desiredObject(req.Sync.String(), req.ID())
+	if !ok {
+		// Not desired (any more): the next sync prunes or ignores it.
+		return ctrl.Result{}, nil
+	}
+	step := plan.Step{ID: req.ID(), Rank: plan.RankOf(req.ID()), Object: obj}
+	report := r.DryRun || s.DryRun() || !s.SelfHealEnabled()
+
+	key := req.Sync.String() + "/" + req.ID().String()
+	decision := drift.Decision{Revert: true}
+	if !report {
+		decision = r.Policy.Decide(r.now(), r.History.Times(key, r.now()))
+	}
+	opts := apply.DefaultOptions(s.LabelValue())
+	opts.DryRun = report || !decision.Revert
+	change, err := apply.NewManager(r.Applier, opts).ApplyOne(ctx, step)
+	if err != nil {
+		logger.Error(err, "drift check failed")
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Revert", "%s", truncate(err.Error()))
+		return ctrl.Result{}, err
+	}
+	if change.Action != apply.Created && change.Action != apply.Configured {
+		return ctrl.Result{}, nil // equal to git: not drift (or opted out)
+	}
+
+	action := v1alpha1.DriftReverted
+	switch {
+	case report:
+		action = v1alpha1.DriftReported
+	case !decision.Revert:
+		action = v1alpha1.DriftPaused
+	}
+	fields := drift.Attribute(obj.Object, change.Applied, change.Live, opts.FieldManager)
+	incident := incidentOf(r.now(), step, obj.Origin.Path, action, change, fields, decision.Reason)
+	observe(action, req.GVK.Kind, fields, r.now())
+	if action == v1alpha1.DriftReverted {
+		r.History.Record(key, r.now())
+	}
+	logger.Info("drift", "action", action, "fields", len(fields), "message", incident.Message)
+
+	eventType, reason := corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected
+	if action == v1alpha1.DriftReverted {
+		reason = v1alpha1.ReasonDriftReverted
+	}
+	if action == v1alpha1.DriftPaused {
+		reason = v1alpha1.ReasonFight
+	}
+	regarding := change.Live
+	if regarding == nil {
+		regarding = change.Applied
+	}
+	if regarding != nil {
+		r.Recorder.Eventf(regarding, nil, eventType, reason, "Revert", "%s", incident.Message)
+	}
+	r.Recorder.Eventf(&s, nil, eventType, reason, "Revert", "%s: %s", step.ID, incident.Message)
+	if err := r.recordIncident(ctx, req, incident); err != nil {
+		return ctrl.Result{}, err
+	}
+	if action == v1alpha1.DriftPaused {
+		return ctrl.Result{RequeueAfter: decision.RetryAfter}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// incidentOf words a drift for people: what was put back (or would be),
+// who had changed it, and where to change it properly.
+func incidentOf(now time.Time, step plan.Step, originPath string, action v1alpha1.DriftAction, change apply.Change,
+	fields []drift.FieldChange, pauseReason string) v1alpha1.DriftIncident {
+	verb := map[v1alpha1.DriftAction]string{
+		v1alpha1.DriftReverted: "reverted",
+		v1alpha1.DriftReported: "drift (not reverted: dry run or selfHeal off)",
+		v1alpha1.DriftPaused:   "drift (not reverted)",
+	}[action]
+	var parts []string
+	if change.Action == apply.Created {
+		parts = append(parts, "the object was deleted; "+map[bool]string{true: "re-created it", false: "it would be re-created"}[action == v1alpha1.DriftReverted])
+	}
+	for _, f := range fields {
+		parts = append(parts, f.String())
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "fields git sets were changed")
+	}
+	msg := verb + " " + strings.Join(parts, "; ")
+	if pauseReason != "" {
+		msg += "; " + pauseReason
+	}
+	if originPath != "" {
+		msg += "; change it in git: " + originPath
+	}
+	inc := v1alpha1.DriftIncident{
+		Time:    metav1.NewTime(now),
+		Object:  step.ID.String(),
+		Origin:  originPath,
+		Action:  action,
+		Message: truncate(msg),
+	}
+	for _, f := range fields {
+		df := v1alpha1.DriftField{Path: f.Path, Git: f.Git, Found: f.Found, Manager: f.Manager}
+		if !f.At.IsZero() {
+			t := metav1.NewTime(f.At)
+			df.ChangedAt = &t
+		}
+		inc.Fields = append(inc.Fields, df)
+	}
+	return inc
+}
+
+// recordIncident adds the incident to the Sync's status.drift and sets
+// the Drifted condition when the drift stays.
+func (r *DriftReconciler) recordIncident(ctx context.Context, req drift.Request, inc v1alpha1.DriftIncident) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s v1alpha1.Sync
+		if err := r.Syncs.Reader.Get(ctx, req.Sync, &s); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		s.Status.Drift = append([]v1alpha1.DriftIncident{inc}, s.Status.Drift...)
+		if len(s.Status.Drift) > v1alpha1.MaxDrift {
+			s.Status.Drift = s.Status.Drift[:v1alpha1.MaxDrift]
+		}
+		if inc.Action != v1alpha1.DriftReverted {
+			meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
+				Reason: v1alpha1.ReasonDriftDetected, Message: inc.Object + ": " + inc.Message,
+			})
+		}
+		return r.Client.Status().Patch(ctx, &s, patch)
+	})
+}
+
+// desiredObject returns the desired object id of the Sync key
+// (namespace/name) from its last render.
+func (r *SyncReconciler) desiredObject(key string, id plan.ID) (render.Object, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cached, ok := r.desired[key]
+	if !ok {
+		return render.Object{}, false
+	}
+	i, ok := cached.index[id]
+	if !ok {
+		return render.Object{}, false
+	}
+	return cached.objects[i], true
+}

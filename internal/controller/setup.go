@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/drift"
+)
+
+// Options configure the agent's controllers.
+type Options struct {
+	// CacheDir holds one git checkout per Sync.
+	CacheDir string
+	// DryRun makes every Sync report instead of write.
+	DryRun bool
+	// Concurrency is how many Syncs, and how many drifted objects, are
+	// handled at once.
+	Concurrency int
+	// FullResync is how often a Sync compares every object even when git
+	// did not change and the watches saw nothing.
+	FullResync time.Duration
+}
+
+// DefaultOptions returns the agent's defaults.
+func DefaultOptions() Options {
+	return Options{CacheDir: "/tmp/driftless", Concurrency: 4, FullResync: time.Hour}
+}
+
+// CacheOptions is the manager cache the controllers need: Syncs, and the
+// metadata of objects labelled driftless.dev/sync — nothing unmanaged.
+func CacheOptions() cache.Options {
+	managed, err := labels.NewRequirement(v1alpha1.SyncLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key is always valid
+	}
+	return cache.Options{
+		DefaultLabelSelector: labels.NewSelector().Add(*managed),
+		ByObject:             map[client.Object]cache.ByObject{&v1alpha1.Sync{}: {Label: labels.Everything()}},
+	}
+}
+
+// Setup registers the Sync and drift controllers with mgr, whose cache
+// must be built from CacheOptions.
+func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
+	applier, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return nil, err
+	}
+	recorder := mgr.GetEventRecorder("driftless")
+	syncs := &SyncReconciler{
+		Client:     mgr.GetClient(),
+		Reader:     mgr.GetAPIReader(),
+		Applier:    applier,
+		Scope:      MapperScope{Mapper: mgr.GetRESTMapper()},
+		Recorder:   recorder,
+		CacheDir:   opts.CacheDir,
+		DryRun:     opts.DryRun,
+		FullResync: opts.FullResync,
+	}
+	policy := drift.DefaultPolicy()
+	drifts := &DriftReconciler{
+		Client:   mgr.GetClient(),
+		Applier:  applier,
+		Recorder: recorder,
+		Syncs:    syncs,
+		DryRun:   opts.DryRun,
+		Policy:   policy,
+		History:  drift.NewHistory(policy.Window + policy.MaxBackoff),
+	}
+	if err := SetupDriftWithManager(mgr, drifts, opts.Concurrency); err != nil {
+		return nil, err
+	}
+	if err := syncs.SetupWithManager(mgr, opts.Concurrency); err != nil {
+		return nil, err
+	}
+	return syncs, nil
+}

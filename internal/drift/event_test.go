@@ -1,0 +1,54 @@
+package drift
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func entry(manager string, at time.Time, fields string, sub string) metav1.ManagedFieldsEntry {
+	t := metav1.NewTime(at)
+	op := metav1.ManagedFieldsOperationUpdate
+	if manager == "driftless" {
+		op = metav1.ManagedFieldsOperationApply
+	}
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Time: &t, FieldsV1: metav1.NewFieldsV1(fields), Subresource: sub}
+}
+
+func TestRelevantTellsDriftFromOurOwnAndStatusWrites(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	t1 := t0.Add(time.Second)
+	ours := entry("driftless", t0, `{"f:spec":{"f:replicas":{}}}`, "")
+	tests := []struct {
+		name     string
+		old, cur []metav1.ManagedFieldsEntry
+		want     bool
+	}{
+		{"our own apply is not drift",
+			[]metav1.ManagedFieldsEntry{ours},
+			[]metav1.ManagedFieldsEntry{entry("driftless", t1, `{"f:spec":{"f:replicas":{},"f:x":{}}}`, "")}, false},
+		{"a status update by a controller is not drift",
+			[]metav1.ManagedFieldsEntry{ours},
+			[]metav1.ManagedFieldsEntry{ours, entry("kube-controller-manager", t1, `{"f:status":{}}`, "status")}, false},
+		{"kubectl edit is drift",
+			[]metav1.ManagedFieldsEntry{ours},
+			[]metav1.ManagedFieldsEntry{ours, entry("kubectl-edit", t1, `{"f:spec":{"f:replicas":{}}}`, "")}, true},
+		{"a second edit by the same manager is drift",
+			[]metav1.ManagedFieldsEntry{ours, entry("kubectl-edit", t0, `{"f:spec":{"f:replicas":{}}}`, "")},
+			[]metav1.ManagedFieldsEntry{ours, entry("kubectl-edit", t1, `{"f:spec":{"f:replicas":{}}}`, "")}, true},
+		{"fields taken from us without our write is drift",
+			[]metav1.ManagedFieldsEntry{ours},
+			[]metav1.ManagedFieldsEntry{entry("driftless", t0, `{"f:spec":{}}`, "")}, true},
+		{"a resync with nothing changed is not drift",
+			[]metav1.ManagedFieldsEntry{ours},
+			[]metav1.ManagedFieldsEntry{ours}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Relevant(tt.old, tt.cur, "driftless"); got != tt.want {
+				t.Errorf("Relevant = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,99 @@
+package drift
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Policy decides whether to revert an object again, so that driftless
+// backs off from a fight with another writer instead of looping.
+type Policy struct {
+	// Window and MaxReverts: after MaxReverts reverts of one object
+	// within Window, driftless stops reverting it for a while.
+	Window     time.Duration
+	MaxReverts int
+	// Backoff is the first pause; it doubles with each further revert in
+	// the window, up to MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+}
+
+// DefaultPolicy returns the agent's policy: 3 reverts in 2 minutes is a
+// fight; pause 1 minute, doubling up to 15 minutes.
+func DefaultPolicy() Policy {
+	return Policy{Window: 2 * time.Minute, MaxReverts: 3, Backoff: time.Minute, MaxBackoff: 15 * time.Minute}
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	Revert bool
+	// Reason explains a decision not to revert.
+	Reason string
+	// RetryAfter is when to look at the object again.
+	RetryAfter time.Duration
+}
+
+// Decide says whether to revert now, given the times of the object's
+// earlier reverts.
+func (p Policy) Decide(now time.Time, reverts []time.Time) Decision {
+	var recent []time.Time
+	for _, t := range reverts {
+		if now.Sub(t) < p.Window {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent) < p.MaxReverts {
+		return Decision{Revert: true}
+	}
+	backoff := p.Backoff
+	for i := p.MaxReverts; i < len(recent) && backoff < p.MaxBackoff; i++ {
+		backoff *= 2
+	}
+	backoff = min(backoff, p.MaxBackoff)
+	last := recent[len(recent)-1]
+	if wait := backoff - now.Sub(last); wait > 0 {
+		return Decision{
+			Reason: fmt.Sprintf("reverted %d times in %s: another writer keeps changing it; pausing reverts for %s. "+
+				"Find that writer, or let it own the field with driftless.dev/ignore-fields", len(recent), p.Window, backoff),
+			RetryAfter: wait,
+		}
+	}
+	return Decision{Revert: true}
+}
+
+// History remembers when each object was last reverted.
+type History struct {
+	mu      sync.Mutex
+	reverts map[string][]time.Time
+	keep    time.Duration
+}
+
+// NewHistory keeps reverts for keep (at least the policy's window).
+func NewHistory(keep time.Duration) *History {
+	return &History{reverts: map[string][]time.Time{}, keep: keep}
+}
+
+// Times returns the recorded reverts of key.
+func (h *History) Times(key string, now time.Time) []time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ts := h.reverts[key]
+	i := 0
+	for i < len(ts) && now.Sub(ts[i]) > h.keep {
+		i++
+	}
+	ts = ts[i:]
+	if len(ts) == 0 {
+		delete(h.reverts, key)
+	} else {
+		h.reverts[key] = ts
+	}
+	return append([]time.Time(nil), ts...)
+}
+
+// Record notes a revert of key at t.
+func (h *History) Record(key string, t time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.reverts[key] = append(h.reverts[key], t)
+}

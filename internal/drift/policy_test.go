@@ -1,0 +1,60 @@
+package drift
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPolicyBacksOffFromAFight(t *testing.T) {
+	p := DefaultPolicy()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	ago := func(d ...time.Duration) []time.Time {
+		var ts []time.Time
+		for _, x := range d {
+			ts = append(ts, now.Add(-x))
+		}
+		return ts
+	}
+	tests := []struct {
+		name    string
+		reverts []time.Time
+		revert  bool
+	}{
+		{"a first edit is reverted", nil, true},
+		{"two reverts in the window still revert", ago(50*time.Second, 10*time.Second), true},
+		{"three reverts in the window is a fight: pause", ago(90*time.Second, 50*time.Second, 10*time.Second), false},
+		{"old reverts outside the window do not count", ago(10*time.Minute, 9*time.Minute, 8*time.Minute, 10*time.Second), true},
+		{"after the pause it tries again", ago(110*time.Second, 100*time.Second, 90*time.Second), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := p.Decide(now, tt.reverts)
+			if d.Revert != tt.revert {
+				t.Errorf("Revert = %v (%s), want %v", d.Revert, d.Reason, tt.revert)
+			}
+			if !d.Revert && (d.RetryAfter <= 0 || d.Reason == "") {
+				t.Errorf("a pause must say why and when to retry: %+v", d)
+			}
+		})
+	}
+}
+
+func TestPolicyPauseGrowsWithTheFight(t *testing.T) {
+	p := DefaultPolicy()
+	now := time.Now()
+	three := p.Decide(now, []time.Time{now.Add(-3 * time.Second), now.Add(-2 * time.Second), now.Add(-time.Second)})
+	five := p.Decide(now, []time.Time{now.Add(-5 * time.Second), now.Add(-4 * time.Second), now.Add(-3 * time.Second), now.Add(-2 * time.Second), now.Add(-time.Second)})
+	if five.RetryAfter <= three.RetryAfter {
+		t.Errorf("pause after 5 reverts (%s) is not longer than after 3 (%s)", five.RetryAfter, three.RetryAfter)
+	}
+}
+
+func TestHistoryForgetsOldReverts(t *testing.T) {
+	h := NewHistory(time.Minute)
+	now := time.Now()
+	h.Record("a", now.Add(-2*time.Minute))
+	h.Record("a", now.Add(-time.Second))
+	if got := h.Times("a", now); len(got) != 1 {
+		t.Errorf("Times = %v, want only the recent revert", got)
+	}
+}
