@@ -110,15 +110,44 @@ func prerequisites(stage1 []plan.Step) (namespaces, kinds map[string]bool) {
 
 func validationErrors(results []checked, written ChangeSet) error {
 	var errs []*ObjectError
+	var transient []error
 	for _, r := range results {
-		if r.err != nil {
-			errs = append(errs, &ObjectError{ID: r.step.ID, Origin: r.step.Object.Origin.String(), Err: r.err})
+		if r.err == nil {
+			continue
 		}
+		oe := &ObjectError{ID: r.step.ID, Origin: r.step.Object.Origin.String(), Err: r.err}
+		if isTransient(r.err) {
+			transient = append(transient, oe)
+			continue
+		}
+		errs = append(errs, oe)
+	}
+	if len(transient) > 0 {
+		// The server could not answer (timeout, throttling, an unreachable
+		// webhook): nothing was written, and a retry may succeed.
+		return fmt.Errorf("validation could not complete, nothing was applied: %w", errors.Join(transient...))
 	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return &ValidationError{Errs: errs, Written: written}
+}
+
+// isTransient reports whether err says the API server could not decide,
+// rather than that the object is wrong.
+func isTransient(err error) bool {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
+		return true
+	case apierrors.IsInternalError(err):
+		// Mostly deterministic (a value of the wrong type), except an
+		// admission webhook that could not be reached.
+		return strings.Contains(err.Error(), "failed calling webhook")
+	}
+	var status apierrors.APIStatus
+	return !errors.As(err, &status) && !meta.IsNoMatchError(err)
 }
 
 func (m *Manager) dryRunAll(ctx context.Context, steps []plan.Step, newNamespaces, newKinds map[string]bool) []checked {
@@ -192,6 +221,13 @@ func (m *Manager) check(ctx context.Context, s plan.Step, desired *unstructured.
 	if err != nil {
 		if live != nil && isImmutable(err) {
 			if desired.GetAnnotations()[v1alpha1.ForceAnnotation] == v1alpha1.Enabled {
+				// Validate the replacement before anything is deleted: a
+				// dry-run create is validated and admitted before the
+				// storage layer finds the name taken.
+				err := m.client.Create(ctx, desired.DeepCopy(), client.DryRunAll, client.FieldOwner(m.opts.FieldManager))
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					return checked{step: s, err: fmt.Errorf("the re-created object would be refused: %w", concise(err))}
+				}
 				return checked{step: s, action: Configured, recreate: true, live: live, applied: desired,
 					reason: "re-created: an immutable field changed and " + v1alpha1.ForceAnnotation + " is enabled"}
 			}

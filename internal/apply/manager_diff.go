@@ -28,8 +28,10 @@ func comparable(u *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	if ann := c.GetAnnotations(); ann != nil {
 		if origin, ok := ann[v1alpha1.OriginAnnotation]; ok {
-			path, _, _ := strings.Cut(origin, "@")
-			ann[v1alpha1.OriginAnnotation] = path
+			if i := strings.LastIndex(origin, "@"); i >= 0 {
+				origin = origin[:i]
+			}
+			ann[v1alpha1.OriginAnnotation] = origin
 			c.SetAnnotations(ann)
 		}
 	}

@@ -429,6 +429,15 @@ func TestImmutableFieldChangeFailsClearlyOrRecreatesWhenForced(t *testing.T) {
 	s := h.reconcile("fleet")
 	h.expectFailed(s, v1alpha1.ReasonValidationFailed, "job.yaml", "immutable", "driftless.dev/force: enabled")
 
+	// A forced re-creation whose replacement would be refused deletes nothing.
+	broken := strings.Replace(job("busybox:2", "enabled"), "restartPolicy: Never", "restartPolicy: Sometimes", 1)
+	h.repo.Commit(t, "force an invalid job", map[string]string{"job.yaml": broken})
+	s = h.reconcile("fleet")
+	h.expectFailed(s, v1alpha1.ReasonValidationFailed, "job.yaml", "would be refused")
+	if got := get(t, "batch/v1", "Job", h.ns, "migrate"); got == nil || got.GetUID() != uid {
+		t.Fatal("the Job was deleted although its replacement is invalid")
+	}
+
 	h.repo.Commit(t, "force it", map[string]string{"job.yaml": job("busybox:2", "enabled")})
 	s = h.reconcile("fleet")
 	h.expectReady(s)
