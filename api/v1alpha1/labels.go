@@ -31,3 +31,7 @@ func SyncLabelValue(namespace, name string) string { return namespace + "." + na
 // driftless neither writes nor treats as drift, such as /spec/replicas
 // under an autoscaler.
 const IgnoreFieldsAnnotation = "driftless.dev/ignore-fields"
+
+// WaveAnnotation puts an object in a wave: "<int>", default "0". Wave N+1
+// is applied only when wave N is applied and healthy.
+const WaveAnnotation = "driftless.dev/wave"

@@ -20,20 +20,23 @@ const (
 
 // Condition reasons of a Sync.
 const (
-	ReasonSucceeded        = "Succeeded"
-	ReasonProgressing      = "Progressing"
-	ReasonSuspended        = "Suspended"
-	ReasonFetchFailed      = "FetchFailed"
-	ReasonBuildFailed      = "BuildFailed"
-	ReasonValidationFailed = "ValidationFailed"
-	ReasonApplyFailed      = "ApplyFailed"
-	ReasonPruneFailed      = "PruneFailed"
-	ReasonPruneRefused     = "PruneRefused"
-	ReasonInvalidSpec      = "InvalidSpec"
-	ReasonDriftDetected    = "DriftDetected"
-	ReasonDriftReverted    = "DriftReverted"
-	ReasonInSync           = "InSync"
-	ReasonFight            = "FightDetected"
+	ReasonSucceeded          = "Succeeded"
+	ReasonProgressing        = "Progressing"
+	ReasonSuspended          = "Suspended"
+	ReasonFetchFailed        = "FetchFailed"
+	ReasonBuildFailed        = "BuildFailed"
+	ReasonValidationFailed   = "ValidationFailed"
+	ReasonApplyFailed        = "ApplyFailed"
+	ReasonPruneFailed        = "PruneFailed"
+	ReasonPruneRefused       = "PruneRefused"
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonDriftDetected      = "DriftDetected"
+	ReasonDriftReverted      = "DriftReverted"
+	ReasonInSync             = "InSync"
+	ReasonFight              = "FightDetected"
+	ReasonHealthCheckFailed  = "HealthCheckFailed"
+	ReasonDependencyNotReady = "DependencyNotReady"
+	ReasonDependencyCycle    = "DependencyCycle"
 )
 
 // SyncMode says whether a Sync writes to the cluster.
@@ -77,6 +80,30 @@ type GitSource struct {
 	// refused.
 	// +optional
 	InsecureSkipHostKeyCheck bool `json:"insecureSkipHostKeyCheck,omitempty"`
+}
+
+// DependencyReference names a Sync; the namespace defaults to the
+// dependent Sync's own.
+type DependencyReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// SyncProgress tells how far a running sync has got.
+type SyncProgress struct {
+	// Revision being applied.
+	Revision string `json:"revision"`
+	// Wave is the driftless.dev/wave being applied or waited for; Index
+	// (1-based) and Waves place it among the sync's waves.
+	Wave  int `json:"wave"`
+	Index int `json:"index"`
+	Waves int `json:"waves"`
+	// Applied and Healthy count objects so far, out of Total.
+	Applied int `json:"applied"`
+	Healthy int `json:"healthy"`
+	Total   int `json:"total"`
 }
 
 // LocalObjectReference names an object in the same namespace.
@@ -131,6 +158,16 @@ type SyncSpec struct {
 	// +kubebuilder:default=true
 	// +optional
 	SelfHeal *bool `json:"selfHeal,omitempty"`
+	// Wait makes the Sync Ready only when every applied object is healthy
+	// (kstatus Current: a Deployment rolled out and available, a Job
+	// succeeded, …), bounded by timeout. Between waves driftless always
+	// waits.
+	// +optional
+	Wait bool `json:"wait,omitempty"`
+	// DependsOn lists Syncs that must be Ready at their latest revision
+	// before this one syncs.
+	// +optional
+	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
 	// TargetNamespace is given to namespaced objects that have no namespace.
 	// Without it they go to "default".
 	// +optional
@@ -143,6 +180,9 @@ type InventoryEntry struct {
 	ID string `json:"id"`
 	// Version is the API version the object was applied with.
 	Version string `json:"v"`
+	// Wave is the wave it was applied in (prune goes in reverse wave order).
+	// +optional
+	Wave int `json:"w,omitempty"`
 }
 
 // SyncResult is the outcome of one sync attempt.
@@ -246,6 +286,9 @@ type SyncStatus struct {
 	// Drift holds the last drift incidents, newest first.
 	// +optional
 	Drift []DriftIncident `json:"drift,omitempty"`
+	// Progress is set while a sync applies waves or waits for health.
+	// +optional
+	Progress *SyncProgress `json:"progress,omitempty"`
 }
 
 // Sync keeps a set of objects in the cluster equal to paths in a git

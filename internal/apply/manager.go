@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -26,6 +25,9 @@ type Options struct {
 	// DryRun validates and compares everything but writes nothing: Apply
 	// and Prune return what they would do.
 	DryRun bool
+	// AfterWave, when set, runs after each wave is written, typically to
+	// wait until it is healthy; an error stops Apply.
+	AfterWave func(context.Context, Wave) error
 }
 
 // DefaultOptions returns the options the agent uses.
@@ -73,13 +75,4 @@ func byRank[T, R any](ctx context.Context, m *Manager, items []T, rank func(T) p
 		start = end
 	}
 	return out
-}
-
-// splitRanks returns the steps below rank r and the rest, keeping order.
-func splitRanks(steps []plan.Step, r plan.Rank) (before, after []plan.Step) {
-	i := slices.IndexFunc(steps, func(s plan.Step) bool { return s.Rank >= r })
-	if i < 0 {
-		return steps, nil
-	}
-	return steps[:i], steps[i:]
 }

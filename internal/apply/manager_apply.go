@@ -36,17 +36,19 @@ type checked struct {
 }
 
 // Apply validates every object of p with a server-side dry-run and, when
-// all pass, applies those that differ from the cluster, rank by rank.
+// all pass, applies those that differ from the cluster, wave by wave and
+// within a wave rank by rank.
 //
 // Objects equal to the cluster are not written (their resourceVersion does
 // not change). Objects that can only be validated once a Namespace or CRD
 // of the same plan exists are validated after those are applied and before
-// anything else is; if they fail, Apply returns a *ValidationError listing
-// what was written. A failure while writing stops at the failing rank and
-// returns the ChangeSet so far with the errors.
+// anything else of their wave is; if they fail, Apply returns a
+// *ValidationError listing what was written. After each wave is written,
+// Options.AfterWave (when set) runs — to wait for the wave to be healthy —
+// and an error from it stops the apply. A failure while writing stops at
+// the failing rank and returns the ChangeSet so far with the errors.
 func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
-	stage1, _ := splitRanks(p.Apply, plan.RankClusterPolicy)
-	newNamespaces, newKinds := prerequisites(stage1)
+	newNamespaces, newKinds := prerequisites(p.Apply)
 
 	results := m.dryRunAll(ctx, p.Apply, newNamespaces, newKinds)
 	if err := validationErrors(results, nil); err != nil {
@@ -56,39 +58,103 @@ func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 		return m.report(results), nil
 	}
 	var cs ChangeSet
-	// Stage 1: CRDs and Namespaces, so that what lives in them can be
-	// validated before it is written.
-	done, err := m.write(ctx, results[:len(stage1)])
-	cs = append(cs, done...)
-	if err != nil {
-		return cs, err
-	}
-	if err := m.waitForCRDs(ctx, done); err != nil {
-		return cs, err
-	}
-	rest := results[len(stage1):]
-	var deferred []plan.Step
-	for _, r := range rest {
-		if r.deferred {
-			deferred = append(deferred, r.step)
+	waves := p.Waves()
+	offset := 0
+	for wi, wave := range waves {
+		group := results[offset : offset+len(wave)]
+		offset += len(wave)
+		waveStart := len(cs)
+		// CRDs and Namespaces first, so that what lives in them can be
+		// validated before it is written.
+		n := 0
+		for n < len(group) && group[n].step.Rank < plan.RankClusterPolicy {
+			n++
 		}
-	}
-	if len(deferred) > 0 {
-		rechecked := m.dryRunAll(ctx, deferred, nil, nil)
-		if err := validationErrors(rechecked, cs); err != nil {
+		done, err := m.write(ctx, group[:n])
+		cs = append(cs, done...)
+		if err != nil {
 			return cs, err
 		}
-		j := 0
-		for i := range rest {
-			if rest[i].deferred {
-				rest[i] = rechecked[j]
-				j++
+		if err := m.waitForCRDs(ctx, done); err != nil {
+			return cs, err
+		}
+		if err := m.recheck(ctx, results[offset-len(wave)+n:], cs); err != nil {
+			return cs, err
+		}
+		done, err = m.write(ctx, group[n:])
+		cs = append(cs, done...)
+		if err != nil {
+			return cs, err
+		}
+		if m.opts.AfterWave != nil {
+			if err := m.opts.AfterWave(ctx, Wave{Number: wave[0].Wave, Index: wi, Count: len(waves), Steps: wave, Changes: cs[waveStart:]}); err != nil {
+				return cs, err
 			}
 		}
 	}
-	done, err = m.write(ctx, rest)
-	cs = append(cs, done...)
-	return cs, err
+	return cs, nil
+}
+
+// Wave is a wave just written, given to Options.AfterWave.
+type Wave struct {
+	// Number is the wave's driftless.dev/wave value; Index and Count its
+	// place among the plan's waves.
+	Number, Index, Count int
+	Steps                []plan.Step
+	// Changes are what was done to the wave's objects.
+	Changes ChangeSet
+}
+
+// Last reports whether this is the plan's last wave.
+func (w Wave) Last() bool { return w.Index == w.Count-1 }
+
+// recheck validates the deferred results among rest, now that the
+// Namespaces and CRDs written so far exist; those that still cannot be
+// validated (their Namespace comes in a later wave) stay deferred until
+// their own wave. An object of the current wave that still cannot be
+// validated is an error.
+func (m *Manager) recheck(ctx context.Context, rest []checked, written ChangeSet) error {
+	var idx []int
+	var steps []plan.Step
+	for i, r := range rest {
+		if r.deferred {
+			idx = append(idx, i)
+			steps = append(steps, r.step)
+		}
+	}
+	if len(steps) == 0 {
+		return nil
+	}
+	later := map[string]bool{}
+	for _, r := range rest {
+		if r.step.Wave != rest[0].step.Wave && r.step.Rank < plan.RankClusterPolicy {
+			if r.step.ID.Kind == "Namespace" {
+				later[r.step.ID.Name] = true
+			}
+		}
+	}
+	newNamespaces, newKinds := prerequisites(stepsOf(rest))
+	rechecked := m.dryRunAll(ctx, steps, newNamespaces, newKinds)
+	var failed []checked
+	for j, r := range rechecked {
+		if r.deferred && r.step.Wave == rest[0].step.Wave && !later[r.step.ID.Namespace] {
+			r.deferred = false
+			r.err = fmt.Errorf("its Namespace or CRD does not exist")
+		}
+		rest[idx[j]] = r
+		if r.err != nil {
+			failed = append(failed, r)
+		}
+	}
+	return validationErrors(failed, written)
+}
+
+func stepsOf(rs []checked) []plan.Step {
+	out := make([]plan.Step, len(rs))
+	for i, r := range rs {
+		out[i] = r.step
+	}
+	return out
 }
 
 // prerequisites returns the Namespaces and custom kinds that stage 1

@@ -228,3 +228,7 @@ func eventsFor(t *testing.T, namespace, name string, want string) []string {
 	t.Errorf("no event on Sync %s/%s contains %q; events: %q", namespace, name, want, notes)
 	return notes
 }
+
+func keyOf(namespace, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: namespace, Name: name}
+}

@@ -105,6 +105,12 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	syncCtx, cancel := context.WithTimeout(ctx, timeout)
 	o := r.sync(syncCtx, &s)
 	cancel()
+	if errors.Is(o.err, errSuperseded) {
+		// A new revision arrived during a health wait: apply it now.
+		logger.Info("a new revision arrived during the health wait; syncing it now", "waited", o.revision)
+		r.clearProgress(ctx, &s)
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
 
 	interval := s.Spec.Interval.Duration
 	if interval <= 0 {
@@ -115,7 +121,13 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
 
-	patch := client.MergeFrom(s.DeepCopy())
+	base := s.DeepCopy()
+	if o.progressed {
+		// Make the patch remove the progress written during the sync.
+		base.Status.Progress = &v1alpha1.SyncProgress{}
+	}
+	patch := client.MergeFrom(base)
+	s.Status.Progress = nil
 	setStatus(&s.Status, s.Generation, o)
 	if err := r.Client.Status().Patch(ctx, &s, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
@@ -126,6 +138,10 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, o.reason, "Sync", "%s", o.message())
 		// Retry sooner than the interval for failures that may heal by
 		// themselves (an unreachable server); stalled ones wait for a change.
+		if o.reason == v1alpha1.ReasonDependencyNotReady {
+			// Dependencies' status changes also wake this Sync up.
+			return ctrl.Result{RequeueAfter: min(interval, 30*time.Second)}, nil
+		}
 		if !stalledReasons[o.reason] && interval > 30*time.Second {
 			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
@@ -152,6 +168,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		return o
 	}
 
+	if reason, err := r.checkDependencies(ctx, s); err != nil {
+		return fail(reason, err)
+	}
 	req, err := r.sourceRequest(ctx, s)
 	if err != nil {
 		return fail(v1alpha1.ReasonFetchFailed, err)
@@ -176,6 +195,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	if err != nil {
 		log.FromContext(ctx).Error(err, "ignoring an unreadable inventory entry")
 	}
+	if err := plan.Validate(objects); err != nil {
+		return fail(v1alpha1.ReasonBuildFailed, err)
+	}
 	p := plan.New(objects, previous)
 	if !s.PruneEnabled() {
 		p.Prune = nil
@@ -186,8 +208,27 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 
 	opts := apply.DefaultOptions(s.LabelValue())
 	opts.DryRun = o.dryRun
-	m := apply.NewManager(r.Applier, opts)
+	var m *apply.Manager
+	opts.AfterWave = func(ctx context.Context, w apply.Wave) error {
+		if !s.Spec.Wait && w.Last() {
+			return nil
+		}
+		o.progressed = true
+		return r.waitForWave(ctx, s, req, o.revision, m, w, len(p.Apply))
+	}
+	m = apply.NewManager(r.Applier, opts)
 	o.changes, err = m.Apply(ctx, p)
+	if err != nil && errors.Is(err, errSuperseded) {
+		o.inventory = union(previous, entriesOf(o.changes, p))
+		return fail(v1alpha1.ReasonProgressing, err)
+	}
+	var unhealthy *apply.UnhealthyError
+	if errors.As(err, &unhealthy) {
+		// Applied, but not healthy: keep track of what was written, and
+		// do not prune until a sync is healthy.
+		o.inventory = union(previous, entriesOf(o.changes, p))
+		return fail(v1alpha1.ReasonHealthCheckFailed, err)
+	}
 	if err != nil {
 		var ve *apply.ValidationError
 		if errors.As(err, &ve) {

@@ -4,6 +4,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -15,6 +16,7 @@ import (
 func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Sync{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.dependents)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Named("sync").
 		Complete(r)

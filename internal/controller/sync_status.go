@@ -26,6 +26,8 @@ type outcome struct {
 	err    error
 	// dryRun: nothing was written; changes are what a sync would do.
 	dryRun bool
+	// progressed: status.progress was written during the sync.
+	progressed bool
 }
 
 // pending reports whether a dry run found anything to do.
@@ -50,6 +52,7 @@ var stalledReasons = map[string]bool{
 	v1alpha1.ReasonValidationFailed: true,
 	v1alpha1.ReasonPruneRefused:     true,
 	v1alpha1.ReasonInvalidSpec:      true,
+	v1alpha1.ReasonDependencyCycle:  true,
 }
 
 // maxMessage keeps condition and event messages within what the API
@@ -140,7 +143,7 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 	if o.inventory != nil {
 		st.Inventory = make([]v1alpha1.InventoryEntry, 0, len(o.inventory))
 		for _, e := range o.inventory {
-			st.Inventory = append(st.Inventory, v1alpha1.InventoryEntry{ID: e.ID.InventoryKey(), Version: e.Version})
+			st.Inventory = append(st.Inventory, v1alpha1.InventoryEntry{ID: e.ID.InventoryKey(), Version: e.Version, Wave: e.Wave})
 		}
 	}
 	record := v1alpha1.SyncRecord{
@@ -175,7 +178,7 @@ func inventoryOf(st *v1alpha1.SyncStatus) ([]plan.Entry, error) {
 			bad = err
 			continue
 		}
-		entries = append(entries, plan.Entry{ID: id, Version: e.Version})
+		entries = append(entries, plan.Entry{ID: id, Version: e.Version, Wave: e.Wave})
 	}
 	return entries, bad
 }

@@ -55,6 +55,7 @@ var rankByGroupKind = map[string]Rank{
 	"admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding": RankWebhook,
 	"admissionregistration.k8s.io/MutatingAdmissionPolicy":          RankWebhook,
 	"admissionregistration.k8s.io/MutatingAdmissionPolicyBinding":   RankWebhook,
+	"apiregistration.k8s.io/APIService":                             RankWebhook,
 }
 
 // RankOf returns the apply rank of an object's group and kind.

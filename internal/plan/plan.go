@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/render"
 )
 
@@ -13,11 +16,16 @@ type Entry struct {
 	ID ID
 	// Version is the API version the object was applied with.
 	Version string
+	// Wave is the wave it was applied in.
+	Wave int
 }
 
 // Step applies one desired object.
 type Step struct {
-	ID     ID
+	ID ID
+	// Wave is the object's wave: its driftless.dev/wave annotation,
+	// lowered to the wave of any object that needs it (see New).
+	Wave   int
 	Rank   Rank
 	Object render.Object
 }
@@ -33,23 +41,92 @@ type Plan struct {
 }
 
 // New plans a sync of desired against the inventory of the previous sync.
-// Desired objects must be unique by ID (render guarantees it).
+// Desired objects must be unique by ID (render guarantees it); invalid
+// wave annotations count as wave 0 (Validate reports them).
+//
+// Order: by wave, then by kind rank, then by namespace, group, kind and
+// name — never by file. An object that another object of the same sync
+// needs (a ConfigMap a Deployment mounts, the CRD of a custom resource,
+// the Service behind a webhook) is moved up to the earliest wave that
+// needs it, so it is always applied first.
 func New(desired []render.Object, previous []Entry) Plan {
 	var p Plan
-	want := make(map[ID]bool, len(desired))
+	want := make(map[ID]int, len(desired))
 	for _, obj := range desired {
 		id := IDOf(obj.Object)
-		want[id] = true
-		p.Apply = append(p.Apply, Step{ID: id, Rank: RankOf(id), Object: obj})
+		w, _ := waveOf(obj)
+		want[id] = len(p.Apply)
+		p.Apply = append(p.Apply, Step{ID: id, Wave: w, Rank: RankOf(id), Object: obj})
 	}
-	slices.SortStableFunc(p.Apply, func(a, b Step) int { return compare(a.ID, b.ID) })
+	crds := crdIndex(desired)
+	for changed := true; changed; {
+		changed = false
+		for _, s := range p.Apply {
+			for _, ref := range references(s.Object.Object, crds) {
+				if i, ok := want[ref]; ok && p.Apply[i].Wave > s.Wave {
+					p.Apply[i].Wave = s.Wave
+					changed = true
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(p.Apply, func(a, b Step) int {
+		if a.Wave != b.Wave {
+			return a.Wave - b.Wave
+		}
+		return compare(a.ID, b.ID)
+	})
 	for _, e := range previous {
-		if !want[e.ID] {
+		if _, ok := want[e.ID]; !ok {
 			p.Prune = append(p.Prune, e)
 		}
 	}
-	slices.SortStableFunc(p.Prune, func(a, b Entry) int { return compare(b.ID, a.ID) })
+	slices.SortStableFunc(p.Prune, func(a, b Entry) int {
+		if a.Wave != b.Wave {
+			return b.Wave - a.Wave
+		}
+		return compare(b.ID, a.ID)
+	})
 	return p
+}
+
+// Waves returns the plan's apply steps grouped by wave, in order.
+func (p Plan) Waves() [][]Step {
+	var waves [][]Step
+	for i := 0; i < len(p.Apply); {
+		j := i + 1
+		for j < len(p.Apply) && p.Apply[j].Wave == p.Apply[i].Wave {
+			j++
+		}
+		waves = append(waves, p.Apply[i:j])
+		i = j
+	}
+	return waves
+}
+
+// Validate reports objects whose driftless.dev/wave annotation is not an
+// integer, naming the file.
+func Validate(desired []render.Object) error {
+	var errs []error
+	for _, o := range desired {
+		if _, err := waveOf(o); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func waveOf(o render.Object) (int, error) {
+	v, ok := o.Object.GetAnnotations()[v1alpha1.WaveAnnotation]
+	if !ok || strings.TrimSpace(v) == "" {
+		return 0, nil
+	}
+	w, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, fmt.Errorf("%s (%s): annotation %s: %q is not an integer; write a wave number such as \"1\"",
+			IDOf(o.Object), o.Origin, v1alpha1.WaveAnnotation, v)
+	}
+	return w, nil
 }
 
 func compare(a, b ID) int {
@@ -67,7 +144,7 @@ func compare(a, b ID) int {
 func (p Plan) Inventory() []Entry {
 	inv := make([]Entry, 0, len(p.Apply))
 	for _, s := range p.Apply {
-		inv = append(inv, Entry{ID: s.ID, Version: s.Object.Object.GroupVersionKind().Version})
+		inv = append(inv, Entry{ID: s.ID, Version: s.Object.Object.GroupVersionKind().Version, Wave: s.Wave})
 	}
 	return inv
 }

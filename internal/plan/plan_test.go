@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -131,5 +132,87 @@ func TestInventoryKeyRoundTrips(t *testing.T) {
 	}
 	if _, err := ParseInventoryKey("garbage"); err == nil {
 		t.Error("ParseInventoryKey(garbage) succeeded")
+	}
+}
+
+func withAnnotation(o render.Object, key, value string) render.Object {
+	o.Object.SetAnnotations(map[string]string{key: value})
+	return o
+}
+
+func TestWavesComeFirstThenKinds(t *testing.T) {
+	desired := []render.Object{
+		withAnnotation(obj("apps/v1", "Deployment", "a", "db", "db.yaml"), "driftless.dev/wave", "0"),
+		withAnnotation(obj("apps/v1", "Deployment", "a", "api", "api.yaml"), "driftless.dev/wave", "1"),
+		withAnnotation(obj("batch/v1", "Job", "a", "migrate", "job.yaml"), "driftless.dev/wave", "-1"),
+		obj("v1", "Namespace", "", "a", "ns.yaml"),
+	}
+	p := New(desired, nil)
+	var got []string
+	for _, w := range p.Waves() {
+		var ids []string
+		for _, s := range w {
+			ids = append(ids, s.ID.String())
+		}
+		got = append(got, strings.Join(ids, ","))
+	}
+	// The Namespace moves up to the earliest wave of what lives in it.
+	want := []string{"Namespace/a,Job/a/migrate", "Deployment/a/db", "Deployment/a/api"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("waves (-want +got):\n%s", diff)
+	}
+}
+
+func TestWhatAWorkloadNeedsMovesUpToItsWave(t *testing.T) {
+	deploy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "a", "annotations": map[string]any{"driftless.dev/wave": "0"}},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"serviceAccountName": "runner",
+			"volumes":            []any{map[string]any{"name": "cfg", "configMap": map[string]any{"name": "web-config"}}},
+			"containers": []any{map[string]any{"name": "app", "envFrom": []any{
+				map[string]any{"secretRef": map[string]any{"name": "web-secret"}},
+			}}},
+		}}},
+	}}
+	desired := []render.Object{
+		{Object: deploy},
+		withAnnotation(obj("v1", "ConfigMap", "a", "web-config", "cm.yaml"), "driftless.dev/wave", "5"),
+		withAnnotation(obj("v1", "Secret", "a", "web-secret", "s.yaml"), "driftless.dev/wave", "3"),
+		withAnnotation(obj("v1", "ServiceAccount", "a", "runner", "sa.yaml"), "driftless.dev/wave", "2"),
+		withAnnotation(obj("v1", "ConfigMap", "a", "unrelated", "u.yaml"), "driftless.dev/wave", "5"),
+	}
+	got := map[string]int{}
+	for _, s := range New(desired, nil).Apply {
+		got[s.ID.Name] = s.Wave
+	}
+	want := map[string]int{"web": 0, "web-config": 0, "web-secret": 0, "runner": 0, "unrelated": 5}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("waves (-want +got):\n%s", diff)
+	}
+	if ids := ids(New(desired, nil).Apply); ids[len(ids)-2] != "Deployment/a/web" {
+		t.Errorf("the Deployment is not applied after what it needs: %v", ids)
+	}
+}
+
+func TestInvalidWaveNamesTheFile(t *testing.T) {
+	err := Validate([]render.Object{withAnnotation(obj("v1", "ConfigMap", "a", "x", "apps/x.yaml"), "driftless.dev/wave", "soon")})
+	if err == nil || !strings.Contains(err.Error(), "apps/x.yaml") || !strings.Contains(err.Error(), "soon") {
+		t.Errorf("Validate = %v, want an error naming the file and the value", err)
+	}
+}
+
+func TestPruneGoesInReverseWaveOrder(t *testing.T) {
+	previous := []Entry{
+		{ID: ID{Kind: "ConfigMap", Namespace: "a", Name: "early"}, Version: "v1", Wave: 0},
+		{ID: ID{Group: "apps", Kind: "Deployment", Namespace: "a", Name: "late"}, Version: "v1", Wave: 2},
+		{ID: ID{Kind: "Service", Namespace: "a", Name: "mid"}, Version: "v1", Wave: 1},
+	}
+	var got []string
+	for _, e := range New(nil, previous).Prune {
+		got = append(got, e.ID.Name)
+	}
+	if diff := cmp.Diff([]string{"late", "mid", "early"}, got); diff != "" {
+		t.Errorf("prune order (-want +got):\n%s", diff)
 	}
 }

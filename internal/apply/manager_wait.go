@@ -1,0 +1,141 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/internal/plan"
+)
+
+// Health is the kstatus verdict on one object.
+type Health struct {
+	ID     plan.ID
+	Origin string
+	// Status is kstatus's: Current, InProgress, Failed, Terminating,
+	// NotFound or Unknown.
+	Status  status.Status
+	Message string
+}
+
+func (h Health) String() string {
+	s := fmt.Sprintf("%s is %s", h.ID, h.Status)
+	if h.Message != "" {
+		s += ": " + h.Message
+	}
+	if h.Origin != "" {
+		s += " (" + h.Origin + ")"
+	}
+	return s
+}
+
+// UnhealthyError lists the objects that were not healthy when the wait
+// ended.
+type UnhealthyError struct {
+	Unhealthy []Health
+	// Cause is why the wait ended: a timeout, or a Failed object.
+	Cause error
+}
+
+func (e *UnhealthyError) Error() string {
+	parts := make([]string, len(e.Unhealthy))
+	for i, h := range e.Unhealthy {
+		parts[i] = h.String()
+	}
+	return fmt.Sprintf("%v; %d object(s) not healthy: %s", e.Cause, len(e.Unhealthy), strings.Join(parts, "; "))
+}
+
+func (e *UnhealthyError) Unwrap() error { return e.Cause }
+
+// ErrHealthTimeout is the Cause of an UnhealthyError when time ran out.
+var ErrHealthTimeout = errors.New("health check timed out")
+
+// WaitHealthy polls the objects of steps until every one is Current by
+// kstatus's rules (a Deployment is rolled out and available, a Job has
+// succeeded, objects without status are Current once they exist), one of
+// them Failed, timeout passed, or ctx ended. progress, when set, is told
+// how many are healthy after each poll.
+func (m *Manager) WaitHealthy(ctx context.Context, steps []plan.Step, timeout time.Duration, progress func(healthy, total int)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pending := append([]plan.Step(nil), steps...)
+	var last []Health
+	for {
+		healths := m.health(ctx, pending)
+		var still []plan.Step
+		last = last[:0]
+		var failed bool
+		for i, h := range healths {
+			if h.Status == status.CurrentStatus {
+				continue
+			}
+			failed = failed || h.Status == status.FailedStatus
+			still = append(still, pending[i])
+			last = append(last, h)
+		}
+		pending = still
+		if progress != nil {
+			progress(len(steps)-len(pending), len(steps))
+		}
+		switch {
+		case len(pending) == 0:
+			return nil
+		case failed:
+			return &UnhealthyError{Unhealthy: last, Cause: errors.New("an object failed")}
+		}
+		select {
+		case <-ctx.Done():
+			cause := ctx.Err()
+			if errors.Is(cause, context.DeadlineExceeded) {
+				cause = fmt.Errorf("%w after %s", ErrHealthTimeout, timeout)
+			}
+			return &UnhealthyError{Unhealthy: last, Cause: cause}
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (m *Manager) health(ctx context.Context, steps []plan.Step) []Health {
+	out := make([]Health, len(steps))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, m.opts.Concurrency)
+	for i, s := range steps {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = m.healthOf(ctx, s)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func (m *Manager) healthOf(ctx context.Context, s plan.Step) Health {
+	h := Health{ID: s.ID, Origin: s.Object.Origin.String()}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(s.Object.Object.GroupVersionKind())
+	err := m.client.Get(ctx, client.ObjectKeyFromObject(s.Object.Object), u)
+	switch {
+	case apierrors.IsNotFound(err):
+		h.Status, h.Message = status.NotFoundStatus, "not found"
+		return h
+	case err != nil:
+		h.Status, h.Message = status.UnknownStatus, err.Error()
+		return h
+	}
+	res, err := status.Compute(u)
+	if err != nil {
+		h.Status, h.Message = status.UnknownStatus, err.Error()
+		return h
+	}
+	h.Status, h.Message = res.Status, res.Message
+	return h
+}

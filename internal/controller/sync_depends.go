@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+)
+
+// checkDependencies returns DependencyNotReady naming the first
+// dependency that is not Ready at its latest revision, or DependencyCycle
+// when following dependsOn leads back to s.
+func (r *SyncReconciler) checkDependencies(ctx context.Context, s *v1alpha1.Sync) (string, error) {
+	if len(s.Spec.DependsOn) == 0 {
+		return "", nil
+	}
+	self := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	if cycle := r.findCycle(ctx, self, s, []types.NamespacedName{self}); cycle != nil {
+		names := make([]string, len(cycle))
+		for i, n := range cycle {
+			names[i] = n.String()
+		}
+		return v1alpha1.ReasonDependencyCycle, fmt.Errorf("dependsOn forms a cycle: %s; remove one of these dependencies", strings.Join(names, " → "))
+	}
+	for _, d := range s.Spec.DependsOn {
+		key := dependencyKey(s.Namespace, d)
+		var dep v1alpha1.Sync
+		if err := r.Client.Get(ctx, key, &dep); err != nil {
+			return v1alpha1.ReasonDependencyNotReady, fmt.Errorf("dependency Sync %s: %w", key, err)
+		}
+		if why := notReady(&dep); why != "" {
+			return v1alpha1.ReasonDependencyNotReady, fmt.Errorf("waiting for dependency Sync %s: %s", key, why)
+		}
+	}
+	return "", nil
+}
+
+// notReady says why a dependency is not Ready at its latest revision, or
+// "" when it is.
+func notReady(dep *v1alpha1.Sync) string {
+	ready := meta.FindStatusCondition(dep.Status.Conditions, v1alpha1.ConditionReady)
+	switch {
+	case dep.Status.ObservedGeneration != dep.Generation:
+		return "its latest spec has not been synced yet"
+	case ready == nil || ready.Status != "True":
+		if ready != nil {
+			return fmt.Sprintf("it is not Ready (%s: %s)", ready.Reason, ready.Message)
+		}
+		return "it has not synced yet"
+	case dep.Status.LastAppliedRevision != dep.Status.LastAttemptedRevision:
+		return "its latest revision is not applied yet"
+	}
+	return ""
+}
+
+func dependencyKey(namespace string, d v1alpha1.DependencyReference) types.NamespacedName {
+	if d.Namespace != "" {
+		namespace = d.Namespace
+	}
+	return types.NamespacedName{Namespace: namespace, Name: d.Name}
+}
+
+// findCycle walks dependsOn depth-first from s and returns the path back
+// to self, if any.
+func (r *SyncReconciler) findCycle(ctx context.Context, self types.NamespacedName, s *v1alpha1.Sync, path []types.NamespacedName) []types.NamespacedName {
+	if len(path) > 50 {
+		return nil
+	}
+	for _, d := range s.Spec.DependsOn {
+		key := dependencyKey(s.Namespace, d)
+		if key == self {
+			return append(append([]types.NamespacedName{}, path...), key)
+		}
+		var dep v1alpha1.Sync
+		if r.Client.Get(ctx, key, &dep) != nil {
+			continue
+		}
+		if c := r.findCycle(ctx, self, &dep, append(path, key)); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// dependents maps a Sync to the Syncs that depend on it, so that they
+// sync as soon as it becomes Ready.
+func (r *SyncReconciler) dependents(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.SyncList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, s := range list.Items {
+		for _, d := range s.Spec.DependsOn {
+			if dependencyKey(s.Namespace, d) == (types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}) {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/source"
+)
+
+// errSuperseded ends a health wait when a new revision arrives.
+var errSuperseded = errors.New("a new revision arrived during the health wait")
+
+// revisionPoll is how often a health wait asks git for a new revision.
+var revisionPoll = 3 * time.Second
+
+// waitForWave waits until the objects of wave w are healthy, recording
+// progress in the Sync's status. It gives up when the sync's timeout ends
+// (an *apply.UnhealthyError naming each unhealthy object) or when git
+// moves on (errSuperseded), so that a fix pushed for a failing rollout is
+// applied at once rather than after the timeout.
+func (r *SyncReconciler) waitForWave(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string,
+	m *apply.Manager, w apply.Wave, total int) error {
+	applied := 0
+	for _, c := range w.Changes {
+		if c.Action != apply.Skipped {
+			applied++
+		}
+	}
+	progress := v1alpha1.SyncProgress{Revision: revision, Wave: w.Number, Index: w.Index + 1, Waves: w.Count, Applied: applied, Total: total}
+	r.writeProgress(ctx, s, progress, len(w.Steps))
+
+	waitCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		for {
+			select {
+			case <-waitCtx.Done():
+				return
+			case <-time.After(revisionPoll):
+			}
+			if rev, err := source.Resolve(waitCtx, req); err == nil && rev != revision {
+				cancel(fmt.Errorf("%w (%s)", errSuperseded, source.Short(rev)))
+				return
+			}
+		}
+	}()
+	timeout := time.Hour
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = time.Until(deadline)
+	}
+	lastHealthy := -1
+	err := m.WaitHealthy(waitCtx, w.Steps, timeout, func(healthy, n int) {
+		if healthy != lastHealthy {
+			lastHealthy = healthy
+			progress.Healthy = healthy
+			r.writeProgress(ctx, s, progress, n)
+		}
+	})
+	if cause := context.Cause(waitCtx); errors.Is(cause, errSuperseded) {
+		return cause
+	}
+	return err
+}
+
+// writeProgress patches status.progress and a Reconciling=True condition
+// saying which wave the sync is at.
+func (r *SyncReconciler) writeProgress(ctx context.Context, s *v1alpha1.Sync, p v1alpha1.SyncProgress, waveSize int) {
+	cur := s.DeepCopy()
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Status.Progress = &p
+	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
+		Reason: v1alpha1.ReasonProgressing,
+		Message: fmt.Sprintf("applying %s: wave %d of %d (driftless.dev/wave %d): %d of %d objects healthy; %d applied so far of %d",
+			source.Short(p.Revision), p.Index, p.Waves, p.Wave, p.Healthy, waveSize, p.Applied, p.Total),
+	})
+	if err := r.Client.Status().Patch(ctx, cur, patch); err != nil {
+		log.FromContext(ctx).V(1).Info("could not record progress", "error", err.Error())
+	}
+}
+
+// clearProgress removes status.progress after a superseded wait.
+func (r *SyncReconciler) clearProgress(ctx context.Context, s *v1alpha1.Sync) {
+	base := s.DeepCopy()
+	base.Status.Progress = &v1alpha1.SyncProgress{}
+	cur := s.DeepCopy()
+	cur.Status.Progress = nil
+	_ = r.Client.Status().Patch(ctx, cur, client.MergeFrom(base))
+}
