@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 )
@@ -66,4 +67,92 @@ func removePath(obj any, path []string) {
 		}
 		removePath(o[i], path[1:])
 	}
+}
+
+// adoptIgnored sets, in desired, each ignored field to the value live has,
+// so that applying desired leaves it as it is. Merely leaving the field
+// out is not enough: server-side apply removes a field that driftless
+// applied before and no longer sends.
+func adoptIgnored(desired, live *unstructured.Unstructured) *unstructured.Unstructured {
+	spec := desired.GetAnnotations()[v1alpha1.IgnoreFieldsAnnotation]
+	if strings.TrimSpace(spec) == "" {
+		return desired
+	}
+	out := desired
+	for _, ptr := range strings.Split(spec, ",") {
+		path, err := ParsePointer(strings.TrimSpace(ptr))
+		if err != nil || len(path) == 0 {
+			continue
+		}
+		v, ok := lookup(live.Object, path)
+		if !ok {
+			continue
+		}
+		if out == desired {
+			out = desired.DeepCopy()
+		}
+		setPath(out.Object, path, v)
+	}
+	return out
+}
+
+func lookup(obj any, path []string) (any, bool) {
+	cur := obj
+	for _, p := range path {
+		switch o := cur.(type) {
+		case map[string]any:
+			v, ok := o[p]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(o) {
+				return nil, false
+			}
+			cur = o[i]
+		default:
+			return nil, false
+		}
+	}
+	return runtimeDeepCopy(cur), true
+}
+
+// setPath sets a map path (creating maps as needed); list segments must
+// already exist in obj.
+func setPath(obj map[string]any, path []string, v any) {
+	var cur any = obj
+	for i, p := range path {
+		last := i == len(path)-1
+		switch o := cur.(type) {
+		case map[string]any:
+			if last {
+				o[p] = v
+				return
+			}
+			next, ok := o[p]
+			if !ok {
+				next = map[string]any{}
+				o[p] = next
+			}
+			cur = next
+		case []any:
+			idx, err := strconv.Atoi(p)
+			if err != nil || idx < 0 || idx >= len(o) {
+				return
+			}
+			if last {
+				o[idx] = v
+				return
+			}
+			cur = o[idx]
+		default:
+			return
+		}
+	}
+}
+
+func runtimeDeepCopy(v any) any {
+	return runtime.DeepCopyJSONValue(v)
 }

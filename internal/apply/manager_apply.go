@@ -260,21 +260,24 @@ func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
 	if err != nil {
 		return checked{step: s, err: err}
 	}
-	r := m.check(ctx, s, desired)
-	r.desired = desired
-	return r
-}
-
-func (m *Manager) check(ctx context.Context, s plan.Step, desired *unstructured.Unstructured) checked {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())
-	err := m.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	err = m.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
 	switch {
 	case apierrors.IsNotFound(err):
 		live = nil
 	case err != nil:
 		return checked{step: s, err: err}
 	}
+	if live != nil {
+		desired = adoptIgnored(desired, live)
+	}
+	r := m.check(ctx, s, desired, live)
+	r.desired = desired
+	return r
+}
+
+func (m *Manager) check(ctx context.Context, s plan.Step, desired, live *unstructured.Unstructured) checked {
 	if live != nil && live.GetAnnotations()[v1alpha1.ReconcileAnnotation] == v1alpha1.Disabled {
 		return checked{step: s, action: Skipped, live: live, reason: v1alpha1.ReconcileAnnotation + ": disabled on the object in the cluster"}
 	}
@@ -282,7 +285,7 @@ func (m *Manager) check(ctx context.Context, s plan.Step, desired *unstructured.
 		return checked{step: s, err: errors.New("the object is being deleted; it will be re-created once it is gone")}
 	}
 	dry := desired.DeepCopy()
-	err = m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
+	err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
 		client.FieldOwner(m.opts.FieldManager), client.ForceOwnership, client.DryRunAll)
 	if err != nil {
 		if live != nil && isImmutable(err) {

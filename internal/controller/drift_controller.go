@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,6 +20,10 @@ import (
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/render"
 )
+
+// maxDriftFields bounds the fields an incident records, so that a Sync's
+// status stays small whatever was edited.
+const maxDriftFields = 10
 
 // DriftReconciler checks one managed object that someone else changed
 // and puts it back to git, or reports it when the Sync only reports.
@@ -87,6 +92,10 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		action = v1alpha1.DriftPaused
 	}
 	fields := drift.Attribute(obj.Object, change.Applied, change.Live, opts.FieldManager)
+	if len(fields) > maxDriftFields {
+		more := len(fields) - maxDriftFields
+		fields = append(fields[:maxDriftFields:maxDriftFields], drift.FieldChange{Path: fmt.Sprintf("… and %d more fields", more), Git: "…", Found: "…"})
+	}
 	incident := incidentOf(r.now(), step, obj.Origin.Path, action, change, fields, decision.Reason)
 	observe(action, req.GVK.Kind, fields, r.now())
 	if action == v1alpha1.DriftReverted {
@@ -180,17 +189,24 @@ func (r *DriftReconciler) recordIncident(ctx context.Context, req drift.Request,
 				Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
 				Reason: v1alpha1.ReasonDriftDetected, Message: inc.Object + ": " + inc.Message,
 			})
+		} else if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionDrifted); c != nil &&
+			c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, inc.Object+": ") {
+			// The object that was left drifted is back to git.
+			meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, ObservedGeneration: s.Generation,
+				Reason: v1alpha1.ReasonInSync, Message: inc.Object + " is back to git",
+			})
 		}
 		return r.Client.Status().Patch(ctx, &s, patch)
 	})
 }
 
 // desiredObject returns the desired object id of the Sync key
-// (namespace/name) from its last render.
+// (namespace/name) from its last fully applied render.
 func (r *SyncReconciler) desiredObject(key string, id plan.ID) (render.Object, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cached, ok := r.desired[key]
+	cached, ok := r.applied[key]
 	if !ok {
 		return render.Object{}, false
 	}

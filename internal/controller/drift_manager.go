@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -27,30 +28,62 @@ type Watches struct {
 	ctrl  controller.TypedController[drift.Request]
 	cache cache.Cache
 	kinds map[schema.GroupVersionKind]bool
+	// starting holds kinds whose watch is being started.
+	starting map[schema.GroupVersionKind]bool
 	// self is driftless's field manager: its own writes are not drift.
 	self string
 }
 
-// Ensure starts a watch for each kind not yet watched.
-func (w *Watches) Ensure(ctx context.Context, gvks []schema.GroupVersionKind) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// Ensure starts a watch for each kind not yet watched and waits (briefly)
+// until it has listed; since is when the caller's sync began, so that an
+// object someone else wrote after that is checked as soon as it is listed.
+// A kind that cannot be watched (RBAC, a broken conversion webhook) is
+// reported and retried at the next sync; it does not hold up other kinds.
+func (w *Watches) Ensure(ctx context.Context, gvks []schema.GroupVersionKind, since time.Time) error {
+	var errs []error
 	for _, gvk := range gvks {
-		if w.kinds[gvk] {
+		w.mu.Lock()
+		watched := w.kinds[gvk] || w.starting[gvk]
+		if !watched {
+			w.starting[gvk] = true
+		}
+		w.mu.Unlock()
+		if watched {
 			continue
 		}
-		obj := &metav1.PartialObjectMetadata{}
-		obj.SetGroupVersionKind(gvk)
-		src := source.TypedKind(w.cache, obj, w.handler(gvk, time.Now()))
-		if err := w.ctrl.Watch(src); err != nil {
-			return err
+		err := w.start(ctx, gvk, since)
+		w.mu.Lock()
+		delete(w.starting, gvk)
+		if err == nil {
+			w.kinds[gvk] = true
 		}
-		// Until the watch has listed, a change would go unseen.
-		if err := src.WaitForSync(ctx); err != nil {
-			return fmt.Errorf("watch %s: %w", gvk, err)
+		w.mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("watch %s: %w", gvk, err))
+			continue
 		}
-		w.kinds[gvk] = true
 		ctrl.LoggerFrom(ctx).Info("watching managed objects for drift", "kind", gvk.String())
+	}
+	return errors.Join(errs...)
+}
+
+func (w *Watches) start(ctx context.Context, gvk schema.GroupVersionKind, since time.Time) error {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	src := source.TypedKind(w.cache, obj, w.handler(gvk, since))
+	if err := w.ctrl.Watch(src); err != nil {
+		return err
+	}
+	// Until the watch has listed, a change would go unseen.
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := src.WaitForSync(syncCtx); err != nil {
+		_ = w.cache.RemoveInformer(context.Background(), obj)
+		return err
+	}
+	if syncCtx.Err() != nil {
+		_ = w.cache.RemoveInformer(context.Background(), obj)
+		return syncCtx.Err()
 	}
 	return nil
 }
@@ -69,13 +102,13 @@ func (w *Watches) Covers(gvks []schema.GroupVersionKind) bool {
 
 type queue = workqueue.TypedRateLimitingInterface[drift.Request]
 
-func (w *Watches) handler(gvk schema.GroupVersionKind, started time.Time) handler.TypedEventHandler[*metav1.PartialObjectMetadata, drift.Request] {
+func (w *Watches) handler(gvk schema.GroupVersionKind, since time.Time) handler.TypedEventHandler[*metav1.PartialObjectMetadata, drift.Request] {
 	return handler.TypedFuncs[*metav1.PartialObjectMetadata, drift.Request]{
 		// Creates are what syncs do, and what a new watch lists first;
-		// only an object someone else wrote since just before the watch
-		// started (between the sync's apply and the first list) is checked.
+		// only an object someone else wrote since the sync began (between
+		// its apply and the watch's first list) is checked.
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*metav1.PartialObjectMetadata], q queue) {
-			if drift.WrittenByOthersSince(e.Object.ManagedFields, w.self, started.Add(-2*time.Second)) {
+			if drift.WrittenByOthersSince(e.Object.ManagedFields, w.self, since.Add(-time.Second)) {
 				if req, ok := drift.RequestFor(gvk, e.Object); ok {
 					q.Add(req)
 				}
@@ -108,6 +141,7 @@ func SetupDriftWithManager(mgr ctrl.Manager, r *DriftReconciler, concurrency int
 	if err != nil {
 		return err
 	}
-	r.Syncs.Watches = &Watches{ctrl: c, cache: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{}, self: "driftless"}
+	r.Syncs.Watches = &Watches{ctrl: c, cache: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{},
+		starting: map[schema.GroupVersionKind]bool{}, self: "driftless"}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -53,7 +54,7 @@ type SyncReconciler struct {
 	// no request per object. A full comparison still runs every
 	// FullResync (default 1h).
 	Watches interface {
-		Ensure(ctx context.Context, gvks []schema.GroupVersionKind) error
+		Ensure(ctx context.Context, gvks []schema.GroupVersionKind, since time.Time) error
 		Covers(gvks []schema.GroupVersionKind) bool
 	}
 	FullResync time.Duration
@@ -65,6 +66,8 @@ type SyncReconciler struct {
 	desired map[string]rendered
 	// lastFull is when each Sync last compared every object.
 	lastFull map[string]time.Time
+	// applied holds each Sync's last render that was fully applied.
+	applied map[string]rendered
 }
 
 func (r *SyncReconciler) now() time.Time {
@@ -121,15 +124,7 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
 
-	base := s.DeepCopy()
-	if o.progressed {
-		// Make the patch remove the progress written during the sync.
-		base.Status.Progress = &v1alpha1.SyncProgress{}
-	}
-	patch := client.MergeFrom(base)
-	s.Status.Progress = nil
-	setStatus(&s.Status, s.Generation, o)
-	if err := r.Client.Status().Patch(ctx, &s, patch); err != nil {
+	if err := r.writeStatus(ctx, &s, o); err != nil {
 		return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
 	}
 	if o.err != nil {
@@ -155,6 +150,30 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Sync", "%s", o.message())
 	}
 	return ctrl.Result{RequeueAfter: interval}, nil
+}
+
+// writeStatus records o in the Sync's status. It patches with an
+// optimistic lock, re-reading on conflict, so that a condition the drift
+// reconciler set meanwhile is not overwritten by a stale copy.
+func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o outcome) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+				return err
+			}
+		}
+		first = false
+		base := s.DeepCopy()
+		if o.progressed || s.Status.Progress != nil {
+			// Make the patch remove the progress written during the sync.
+			base.Status.Progress = &v1alpha1.SyncProgress{}
+		}
+		patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+		s.Status.Progress = nil
+		setStatus(&s.Status, s.Generation, o)
+		return r.Client.Status().Patch(ctx, s, patch)
+	})
 }
 
 // sync is the pipeline: fetch → render → plan → apply → prune. Each step
@@ -185,7 +204,8 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		o.duration = time.Since(o.started)
 		return o
 	}
-	o.dryRun = r.DryRun || s.DryRun() || (!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision)
+	o.dryRun = r.DryRun || s.DryRun() ||
+		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == s.Status.ObservedGeneration)
 	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision)
 	if err != nil {
 		return fail(reason, err)
@@ -257,15 +277,19 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		return fail(v1alpha1.ReasonPruneFailed, err)
 	}
 	if r.Watches != nil {
-		if err := r.Watches.Ensure(ctx, kindsOf(o.inventory)); err != nil {
+		if err := r.Watches.Ensure(ctx, kindsOf(o.inventory), o.started); err != nil {
 			log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
 		}
 	}
 	r.mu.Lock()
 	if r.lastFull == nil {
-		r.lastFull = map[string]time.Time{}
+		r.lastFull, r.applied = map[string]time.Time{}, map[string]rendered{}
 	}
-	r.lastFull[s.Namespace+"/"+s.Name] = r.now()
+	key := s.Namespace + "/" + s.Name
+	r.lastFull[key] = r.now()
+	// Drift is reverted to what was applied, never to a render that
+	// failed validation or was not applied yet.
+	r.applied[key] = r.desired[key]
 	r.mu.Unlock()
 	o.duration = time.Since(o.started)
 	return o
@@ -362,6 +386,8 @@ func Render(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision,
 func (r *SyncReconciler) forget(key string) {
 	r.mu.Lock()
 	delete(r.desired, key)
+	delete(r.applied, key)
+	delete(r.lastFull, key)
 	r.mu.Unlock()
 }
 

@@ -450,3 +450,26 @@ func TestImmutableFieldChangeFailsClearlyOrRecreatesWhenForced(t *testing.T) {
 		t.Errorf("image = %v, want busybox:2", img)
 	}
 }
+
+func TestIgnoringAFieldLaterKeepsItsLiveValue(t *testing.T) {
+	h := newHarness(t)
+	four := strings.Replace(deployment(h.ns, "web", "512Mi"), "replicas: 0", "replicas: 4", 1)
+	h.repo.Commit(t, "four", map[string]string{"app.yaml": four})
+	h.createSync("fleet", nil)
+	h.expectReady(h.reconcile("fleet"))
+
+	// An autoscaler takes over replicas...
+	live := get(t, "apps/v1", "Deployment", h.ns, "web")
+	_ = unstructured.SetNestedField(live.Object, int64(6), "spec", "replicas")
+	if err := c.Update(context.Background(), live, client.FieldOwner("horizontal-pod-autoscaler")); err != nil {
+		t.Fatal(err)
+	}
+	// ...and git lets it: replicas is ignored and no longer set.
+	ignoring := strings.Replace(strings.Replace(deployment(h.ns, "web", "512Mi"), "  replicas: 0\n", "", 1),
+		"  namespace: "+h.ns+"\n", "  namespace: "+h.ns+"\n  annotations:\n    driftless.dev/ignore-fields: /spec/replicas\n", 1)
+	h.repo.Commit(t, "let the autoscaler own replicas", map[string]string{"app.yaml": ignoring})
+	h.expectReady(h.reconcile("fleet"))
+	if r, _, _ := unstructured.NestedInt64(get(t, "apps/v1", "Deployment", h.ns, "web").Object, "spec", "replicas"); r != 6 {
+		t.Errorf("spec.replicas = %d after ignoring it, want the autoscaler's 6", r)
+	}
+}

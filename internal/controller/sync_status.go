@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +64,11 @@ func truncate(s string) string {
 	if len(s) <= maxMessage {
 		return s
 	}
-	return s[:maxMessage-20] + " … (truncated)"
+	cut := maxMessage - 20
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " … (truncated)"
 }
 
 // message is the one-line account of an outcome.
@@ -99,6 +104,7 @@ func (o outcome) noop(st *v1alpha1.SyncStatus) bool {
 	return o.err == nil && !o.dryRun && o.revision == st.LastAppliedRevision &&
 		ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == v1alpha1.ReasonSucceeded &&
 		!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionStalled) &&
+		!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDrifted) &&
 		o.changes.Count(apply.Created)+o.changes.Count(apply.Configured)+o.changes.Count(apply.Pruned) == 0
 }
 

@@ -209,7 +209,7 @@ func owner(entries []metav1.ManagedFieldsEntry, p path, live map[string]any, sel
 	var best string
 	var at time.Time
 	for _, e := range entries {
-		if e.Manager == self || e.Subresource != "" || e.FieldsV1 == nil {
+		if e.Manager == self || e.Subresource == "status" || e.FieldsV1 == nil {
 			continue
 		}
 		var set map[string]any

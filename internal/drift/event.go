@@ -50,7 +50,7 @@ func Relevant(old, cur []metav1.ManagedFieldsEntry, self string) bool {
 	}
 	selfSeen := false
 	for _, e := range cur {
-		if e.Subresource != "" {
+		if e.Subresource == "status" {
 			continue
 		}
 		p, existed := prev[entryKey(e)]
@@ -67,7 +67,7 @@ func Relevant(old, cur []metav1.ManagedFieldsEntry, self string) bool {
 	}
 	if !selfSeen {
 		for _, e := range old {
-			if e.Manager == self && e.Subresource == "" {
+			if e.Manager == self && e.Subresource != "status" {
 				return true // driftless no longer owns anything: someone took it all
 			}
 		}
@@ -97,7 +97,7 @@ func sameFields(a, b metav1.ManagedFieldsEntry) bool {
 // (status writers excluded) wrote the object at or after since.
 func WrittenByOthersSince(entries []metav1.ManagedFieldsEntry, self string, since time.Time) bool {
 	for _, e := range entries {
-		if e.Manager != self && e.Subresource == "" && e.Time != nil && !e.Time.Time.Before(since.Truncate(time.Second)) {
+		if e.Manager != self && e.Subresource != "status" && e.Time != nil && !e.Time.Time.Before(since.Truncate(time.Second)) {
 			return true
 		}
 	}

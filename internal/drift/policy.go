@@ -34,27 +34,38 @@ type Decision struct {
 }
 
 // Decide says whether to revert now, given the times of the object's
-// earlier reverts.
+// earlier reverts. MaxReverts reverts within Window start a fight; while
+// it goes on (the writer flips the object back within Window of each
+// revert), every further revert remembered (up to Window+MaxBackoff ago)
+// doubles the pause.
 func (p Policy) Decide(now time.Time, reverts []time.Time) Decision {
-	var recent []time.Time
+	var inWindow, remembered int
+	var last time.Time
 	for _, t := range reverts {
-		if now.Sub(t) < p.Window {
-			recent = append(recent, t)
+		age := now.Sub(t)
+		if age < p.Window+p.MaxBackoff {
+			remembered++
+			if t.After(last) {
+				last = t
+			}
+		}
+		if age < p.Window {
+			inWindow++
 		}
 	}
-	if len(recent) < p.MaxReverts {
+	fighting := inWindow >= p.MaxReverts || (remembered >= p.MaxReverts && now.Sub(last) < p.Window)
+	if !fighting {
 		return Decision{Revert: true}
 	}
 	backoff := p.Backoff
-	for i := p.MaxReverts; i < len(recent) && backoff < p.MaxBackoff; i++ {
+	for i := p.MaxReverts; i < remembered && backoff < p.MaxBackoff; i++ {
 		backoff *= 2
 	}
 	backoff = min(backoff, p.MaxBackoff)
-	last := recent[len(recent)-1]
 	if wait := backoff - now.Sub(last); wait > 0 {
 		return Decision{
-			Reason: fmt.Sprintf("reverted %d times in %s: another writer keeps changing it; pausing reverts for %s. "+
-				"Find that writer, or let it own the field with driftless.dev/ignore-fields", len(recent), p.Window, backoff),
+			Reason: fmt.Sprintf("reverted %d times lately: another writer keeps changing it; pausing reverts for %s. "+
+				"Find that writer, or let it own the field with driftless.dev/ignore-fields", remembered, backoff),
 			RetryAfter: wait,
 		}
 	}

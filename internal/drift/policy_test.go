@@ -23,7 +23,7 @@ func TestPolicyBacksOffFromAFight(t *testing.T) {
 		{"a first edit is reverted", nil, true},
 		{"two reverts in the window still revert", ago(50*time.Second, 10*time.Second), true},
 		{"three reverts in the window is a fight: pause", ago(90*time.Second, 50*time.Second, 10*time.Second), false},
-		{"old reverts outside the window do not count", ago(10*time.Minute, 9*time.Minute, 8*time.Minute, 10*time.Second), true},
+		{"reverts long forgotten do not count", ago(20*time.Minute, 19*time.Minute, 18*time.Minute, 10*time.Second), true},
 		{"after the pause it tries again", ago(110*time.Second, 100*time.Second, 90*time.Second), true},
 	}
 	for _, tt := range tests {
@@ -46,6 +46,31 @@ func TestPolicyPauseGrowsWithTheFight(t *testing.T) {
 	five := p.Decide(now, []time.Time{now.Add(-5 * time.Second), now.Add(-4 * time.Second), now.Add(-3 * time.Second), now.Add(-2 * time.Second), now.Add(-time.Second)})
 	if five.RetryAfter <= three.RetryAfter {
 		t.Errorf("pause after 5 reverts (%s) is not longer than after 3 (%s)", five.RetryAfter, three.RetryAfter)
+	}
+}
+
+func TestPolicyPauseKeepsGrowingWhileTheWriterKeepsFlipping(t *testing.T) {
+	p := DefaultPolicy()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var reverts []time.Time
+	var longest time.Duration
+	// A writer that flips the value back one second after every revert,
+	// for an hour.
+	for t := now; t.Before(now.Add(time.Hour)); {
+		d := p.Decide(t, reverts)
+		if d.Revert {
+			reverts = append(reverts, t)
+			t = t.Add(time.Second)
+			continue
+		}
+		longest = max(longest, d.RetryAfter)
+		t = t.Add(d.RetryAfter)
+	}
+	if longest < p.MaxBackoff-time.Minute {
+		t.Errorf("longest pause %s, want it to grow towards %s", longest, p.MaxBackoff)
+	}
+	if len(reverts) > 20 {
+		t.Errorf("%d reverts in an hour of fighting, want few", len(reverts))
 	}
 }
 
