@@ -105,7 +105,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 
 	eventType, reason := corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected
 	if action == v1alpha1.DriftReverted {
-		reason = v1alpha1.ReasonDriftReverted
+		eventType, reason = corev1.EventTypeNormal, v1alpha1.ReasonDriftReverted
 	}
 	if action == v1alpha1.DriftPaused {
 		reason = v1alpha1.ReasonFight

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,6 +68,6 @@ func observeSync(sync string, o outcome) {
 	}
 	syncDuration.WithLabelValues(sync, result).Observe(o.duration.Seconds())
 	for _, a := range []apply.Action{apply.Created, apply.Configured, apply.Unchanged, apply.Pruned, apply.Skipped} {
-		syncObjects.WithLabelValues(sync, string(a)).Set(float64(o.changes.Count(a)))
+		syncObjects.WithLabelValues(sync, strings.ToLower(string(a))).Set(float64(o.changes.Count(a)))
 	}
 }

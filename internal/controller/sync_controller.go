@@ -108,12 +108,6 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	syncCtx, cancel := context.WithTimeout(ctx, timeout)
 	o := r.sync(syncCtx, &s)
 	cancel()
-	if errors.Is(o.err, errSuperseded) {
-		// A new revision arrived during a health wait: apply it now.
-		logger.Info("a new revision arrived during the health wait; syncing it now", "waited", o.revision)
-		r.clearProgress(ctx, &s)
-		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
-	}
 
 	interval := s.Spec.Interval.Duration
 	if interval <= 0 {
@@ -126,6 +120,11 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 
 	if err := r.writeStatus(ctx, &s, o); err != nil {
 		return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
+	}
+	if errors.Is(o.err, errSuperseded) {
+		// A new revision arrived during a health wait: apply it now.
+		logger.Info("a new revision arrived during the health wait; syncing it now", "waited", o.revision)
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	if o.err != nil {
 		observeSync(req.String(), o)
@@ -245,8 +244,10 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	var unhealthy *apply.UnhealthyError
 	if errors.As(err, &unhealthy) {
 		// Applied, but not healthy: keep track of what was written, and
-		// do not prune until a sync is healthy.
+		// do not prune until a sync is healthy. Drift is reverted to what
+		// was applied.
 		o.inventory = union(previous, entriesOf(o.changes, p))
+		r.publishApplied(s)
 		return fail(v1alpha1.ReasonHealthCheckFailed, err)
 	}
 	if err != nil {
@@ -283,16 +284,27 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	}
 	r.mu.Lock()
 	if r.lastFull == nil {
-		r.lastFull, r.applied = map[string]time.Time{}, map[string]rendered{}
+		r.lastFull = map[string]time.Time{}
 	}
 	key := s.Namespace + "/" + s.Name
 	r.lastFull[key] = r.now()
-	// Drift is reverted to what was applied, never to a render that
-	// failed validation or was not applied yet.
-	r.applied[key] = r.desired[key]
 	r.mu.Unlock()
+	r.publishApplied(s)
 	o.duration = time.Since(o.started)
 	return o
+}
+
+// publishApplied makes the Sync's current render the one drift is
+// reverted to: only a render that was applied, never one that failed
+// validation or was not applied yet.
+func (r *SyncReconciler) publishApplied(s *v1alpha1.Sync) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.applied == nil {
+		r.applied = map[string]rendered{}
+	}
+	key := s.Namespace + "/" + s.Name
+	r.applied[key] = r.desired[key]
 }
 
 // watchedAndCurrent reports whether the Sync is Ready at revision with its
@@ -300,6 +312,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 // comparison is recent: then the interval has nothing to do.
 func (r *SyncReconciler) watchedAndCurrent(s *v1alpha1.Sync, revision string) bool {
 	if r.Watches == nil || r.DryRun || s.DryRun() || revision != s.Status.LastAppliedRevision ||
+		meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) ||
 		s.Generation != s.Status.ObservedGeneration || !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) {
 		return false
 	}

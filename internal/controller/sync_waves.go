@@ -87,12 +87,3 @@ func (r *SyncReconciler) writeProgress(ctx context.Context, s *v1alpha1.Sync, p 
 		log.FromContext(ctx).V(1).Info("could not record progress", "error", err.Error())
 	}
 }
-
-// clearProgress removes status.progress after a superseded wait.
-func (r *SyncReconciler) clearProgress(ctx context.Context, s *v1alpha1.Sync) {
-	base := s.DeepCopy()
-	base.Status.Progress = &v1alpha1.SyncProgress{}
-	cur := s.DeepCopy()
-	cur.Status.Progress = nil
-	_ = r.Client.Status().Patch(ctx, cur, client.MergeFrom(base))
-}
