@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Starts, stops or inspects a local Kubernetes control plane (etcd and
-# kube-apiserver built from Go modules) on free loopback ports.
+# Starts, stops or inspects a local Kubernetes cluster built from Go modules:
+# etcd and kube-apiserver on free loopback ports, kube-controller-manager,
+# kube-scheduler, and kwok simulating one node (kwok-node-0) that runs Pods
+# without containers.
 #
 #   hack/local-cluster.sh up      start it; prints the admin kubeconfig path
 #   hack/local-cluster.sh down    stop exactly the processes `up` started

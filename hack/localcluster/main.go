@@ -1,5 +1,7 @@
 // Command localcluster starts, stops and inspects the detached local control
-// plane used by the demo. Run it through hack/local-cluster.sh.
+// plane used by the demo, with the parts that run workloads
+// (kube-controller-manager, kube-scheduler and a kwok-simulated node). Run it
+// through hack/local-cluster.sh.
 package main
 
 import (
@@ -40,13 +42,14 @@ func main() {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			fatal(err)
 		}
-		cp := &testenv.ControlPlane{Dir: dir, BinDir: binDir, Detach: true}
+		cp := &testenv.ControlPlane{Dir: dir, BinDir: binDir, Detach: true, Workloads: true}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		if err := cp.Start(ctx); err != nil {
 			fatal(err)
 		}
-		fmt.Fprintf(os.Stderr, "local cluster up at %s (etcd and kube-apiserver; logs in %s)\n", cp.APIServerURL, dir)
+		fmt.Fprintf(os.Stderr, "local cluster up at %s (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with node %s; logs in %s)\n",
+			cp.APIServerURL, testenv.SimulatedNodeName, dir)
 		fmt.Println(cp.KubeconfigPath())
 	case "down":
 		stopped, err := testenv.StopDetached(dir, binDir)
@@ -64,7 +67,8 @@ func main() {
 		case st.Up():
 			fmt.Printf("up: %s running; kubeconfig: %s\n", strings.Join(st.Running, ", "), filepath.Join(dir, "kubeconfig"))
 		case len(st.Running) > 0:
-			fmt.Printf("degraded: only %s running; run `hack/local-cluster.sh down` then `up`\n", strings.Join(st.Running, ", "))
+			fmt.Printf("degraded: only %s running (not %s); run `hack/local-cluster.sh down` then `up`\n",
+				strings.Join(st.Running, ", "), strings.Join(st.NotRunning(), ", "))
 			os.Exit(1)
 		default:
 			fmt.Println("down")

@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,8 +17,10 @@ import (
 )
 
 // TestUpThenDownLeavesNothingBehind drives hack/local-cluster.sh the way a
-// developer does and checks that down stops every process up started and
-// frees every port.
+// developer does, checks that the cluster runs a Deployment on its simulated
+// node, and that down stops every process up started (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok) and frees every port they
+// listen on.
 func TestUpThenDownLeavesNothingBehind(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not available")
@@ -48,11 +52,41 @@ func TestUpThenDownLeavesNothingBehind(t *testing.T) {
 		t.Errorf("kubectl get ns: %v\n%s", err, out)
 	}
 
-	pids := readPIDs(t, dir)
-	ports := listeningPorts(t, kubeconfig, dir)
+	// kwok's node is Ready, and the controller-manager and scheduler run
+	// Pods on it.
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "node", "kwok-node-0",
+		"-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`).CombinedOutput(); err != nil || string(out) != "True" {
+		t.Errorf("kubectl get node kwok-node-0 Ready = %q, %v; want True", out, err)
+	}
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "create", "deployment", "web", "--image=registry.invalid/web:1").CombinedOutput(); err != nil {
+		t.Errorf("kubectl create deployment: %v\n%s", err, out)
+	} else if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "wait", "deployment/web",
+		"--for=condition=Available", "--timeout=60s").CombinedOutput(); err != nil {
+		t.Errorf("deployment did not become available: %v\n%s", err, out)
+	}
 
-	if out, err := run("down"); err != nil || !strings.Contains(out, "local cluster down") {
+	pids := readPIDs(t, dir)
+	ports := listeningPorts(t, kubeconfig, pids)
+
+	// status notices a component that died; down still stops the rest.
+	if err := syscall.Kill(pids["kwok"], syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(20 * time.Second); running(pids["kwok"]) && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := run("status"); err == nil || !strings.HasPrefix(out, "degraded:") || !strings.Contains(out, "kwok") {
+		t.Errorf("status after kwok died = %q, %v; want degraded naming kwok, with a non-zero exit", out, err)
+	}
+
+	out, err = run("down")
+	if err != nil || !strings.Contains(out, "local cluster down") {
 		t.Fatalf("down = %q, %v", out, err)
+	}
+	for _, name := range components {
+		if name != "kwok" && !strings.Contains(out, name) {
+			t.Errorf("down = %q; does not name %s as stopped", out, name)
+		}
 	}
 	for name, pid := range pids {
 		if running(pid) {
@@ -70,37 +104,97 @@ func TestUpThenDownLeavesNothingBehind(t *testing.T) {
 	}
 }
 
+// components are the processes `up` starts, each with a pid file.
+var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
 func readPIDs(t *testing.T, dir string) map[string]int {
 	pids := map[string]int{}
-	for _, name := range []string{"etcd", "kube-apiserver"} {
+	for _, name := range components {
 		data, err := os.ReadFile(filepath.Join(dir, name+".pid"))
 		if err != nil {
 			t.Fatalf("pid file of %s: %v", name, err)
 		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid <= 0 {
+			t.Fatalf("pid file of %s: %q", name, data)
+		}
+		if !running(pid) {
+			t.Errorf("%s (pid %d) not running after up", name, pid)
+		}
 		pids[name] = pid
 	}
 	return pids
 }
 
-// listeningPorts returns the API server's port and etcd's client port.
-func listeningPorts(t *testing.T, kubeconfig, dir string) []string {
+// listeningPorts returns the TCP ports the started processes listen on,
+// checking that they include the API server's port and etcd's client port.
+func listeningPorts(t *testing.T, kubeconfig string, pids map[string]int) []string {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, apiPort, _ := net.SplitHostPort(strings.TrimPrefix(cfg.Host, "https://"))
-	ports := []string{apiPort}
-	cmdline, _ := os.ReadFile(filepath.Join(dir, "etcd.pid"))
-	pid := strings.TrimSpace(string(cmdline))
-	args, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+	var etcdPort string
+	args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pids["etcd"]))
 	for _, arg := range strings.Split(string(args), "\x00") {
-		if url, ok := strings.CutPrefix(arg, "--listen-client-urls=http://127.0.0.1:"); ok {
-			ports = append(ports, url)
+		if port, ok := strings.CutPrefix(arg, "--listen-client-urls=http://127.0.0.1:"); ok {
+			etcdPort = port
 		}
 	}
-	if len(ports) != 2 {
-		t.Fatalf("could not read both ports: %v", ports)
+	listening := listeningTCPPorts(t)
+	var ports []string
+	for name, pid := range pids {
+		for _, port := range socketPorts(pid, listening) {
+			t.Logf("%s listens on %s", name, port)
+			ports = append(ports, port)
+		}
+	}
+	for _, want := range []string{apiPort, etcdPort} {
+		if want == "" || !slices.Contains(ports, want) {
+			t.Fatalf("API server port %q and etcd port %q not both among the listening ports %v", apiPort, etcdPort, ports)
+		}
+	}
+	return ports
+}
+
+// listeningTCPPorts maps the inode of every listening TCP socket to its port.
+func listeningTCPPorts(t *testing.T) map[string]string {
+	ports := map[string]string{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			hexPort := f[1][strings.LastIndexByte(f[1], ':')+1:]
+			port, err := strconv.ParseUint(hexPort, 16, 16)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", table, line, err)
+			}
+			ports[f[9]] = strconv.FormatUint(port, 10)
+		}
+	}
+	return ports
+}
+
+// socketPorts returns the listening ports among pid's open sockets.
+func socketPorts(pid int, listening map[string]string) []string {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	var ports []string
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err != nil {
+			continue
+		}
+		if inode, ok := strings.CutPrefix(link, "socket:["); ok {
+			if port, ok := listening[strings.TrimSuffix(inode, "]")]; ok && !slices.Contains(ports, port) {
+				ports = append(ports, port)
+			}
+		}
 	}
 	return ports
 }

@@ -41,6 +41,7 @@ type agentOptions struct {
 	gitBranch    string
 	gitPaths     []string
 	gitSecret    string
+	syncWait     bool
 	syncInterval time.Duration
 	insecureHost bool
 
@@ -94,6 +95,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.gitBranch, "git-branch", "master", "branch of the root Sync")
 	f.StringSliceVar(&o.gitPaths, "git-path", nil, "comma-separated paths in the repository to apply (default: the whole repository)")
 	f.StringVar(&o.gitSecret, "git-secret", "", "Secret in the agent's namespace with the root Sync's git credentials")
+	f.BoolVar(&o.syncWait, "sync-wait", false, "the root Sync is Ready only when every object it applied is healthy (rolled out and available)")
 	f.DurationVar(&o.syncInterval, "sync-interval", 5*time.Minute, "interval of the root Sync")
 	f.BoolVar(&o.insecureHost, "git-insecure-skip-host-key-check", false, "accept any SSH host key for the root Sync (not recommended)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among agent replicas; on by default when running in a cluster (set --leader-elect=false to turn it off there), off elsewhere")
@@ -272,6 +274,7 @@ func rootSync(o *agentOptions) *v1alpha1.Sync {
 			s.Spec.Paths = append(s.Spec.Paths, p)
 		}
 	}
+	s.Spec.Wait = o.syncWait
 	if o.gitSecret != "" {
 		s.Spec.Source.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: o.gitSecret}
 	}

@@ -22,16 +22,24 @@ import (
 )
 
 // ControlPlane is a real etcd and kube-apiserver on loopback ports, built
-// from Go modules by hack/controlplane. Tests start one per package; the
-// hack/local-cluster.sh script starts a detached one for the demo.
+// from Go modules by hack/controlplane, optionally with the parts that run
+// workloads. Tests start one per package; the hack/local-cluster.sh script
+// starts a detached one, with workloads, for the demo.
 type ControlPlane struct {
 	// Dir holds the data, certificates, logs, pid files and kubeconfig.
 	Dir string
-	// BinDir holds the etcd and kube-apiserver binaries.
+	// BinDir holds the binaries (and kwok's stages), as built into bin/k8s.
 	BinDir string
 	// Detach leaves the processes running when the starting process
 	// exits (for hack/local-cluster.sh); otherwise they die with it.
 	Detach bool
+	// Workloads also starts kube-controller-manager, kube-scheduler and
+	// kwok, and registers one simulated node (SimulatedNodeName, with 32
+	// CPUs, 256Gi of memory and room for 110 Pods). Deployments then get
+	// Pods, which are scheduled to that node and become Running and Ready
+	// at once (or never Ready, see NeverReadyAnnotation). No container
+	// runs: kwok only writes the Pods' status.
+	Workloads bool
 
 	// APIServerURL is set by Start.
 	APIServerURL string
@@ -49,8 +57,10 @@ const (
 func (cp *ControlPlane) KubeconfigPath() string { return filepath.Join(cp.Dir, "kubeconfig") }
 
 // Start launches etcd and kube-apiserver on free loopback ports and waits
-// until the API server is ready. On failure it stops whatever it started
-// and returns an error that includes the end of the failing component's log.
+// until the API server is ready; with Workloads, it then starts the
+// workload components and waits until the simulated node is Ready and the
+// controller-manager works. On failure it stops whatever it started and
+// returns an error that includes the end of the failing component's log.
 func (cp *ControlPlane) Start(ctx context.Context) error {
 	if err := cp.checkBinaries(); err != nil {
 		return err
@@ -65,7 +75,7 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	if err := cp.launch(etcdName,
+	if err := cp.launch(etcdName, nil,
 		"--name=driftless",
 		"--data-dir="+filepath.Join(cp.Dir, "etcd-data"),
 		"--listen-client-urls="+etcdURL,
@@ -83,7 +93,7 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 	}
 
 	cp.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
-	if err := cp.launch(apiserverName,
+	if err := cp.launch(apiserverName, nil,
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -114,6 +124,11 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 	if err := cp.waitReady(ctx, apiserverName, client, cp.APIServerURL+"/readyz"); err != nil {
 		return errors.Join(err, cp.Stop())
 	}
+	if cp.Workloads {
+		if err := cp.startWorkloads(ctx, certs); err != nil {
+			return errors.Join(err, cp.Stop())
+		}
+	}
 	return nil
 }
 
@@ -140,7 +155,7 @@ func (cp *ControlPlane) Stop() error {
 }
 
 func (cp *ControlPlane) checkBinaries() error {
-	for _, name := range []string{etcdName, apiserverName} {
+	for _, name := range cp.binaries() {
 		if _, err := os.Stat(filepath.Join(cp.BinDir, name)); err != nil {
 			return fmt.Errorf("control plane binary %s not found in %s: run `make controlplane` (or `make test`, which builds it)", name, cp.BinDir)
 		}
@@ -148,7 +163,8 @@ func (cp *ControlPlane) checkBinaries() error {
 	return nil
 }
 
-func (cp *ControlPlane) launch(name string, args ...string) error {
+// launch starts a component with args, and env added to the environment.
+func (cp *ControlPlane) launch(name string, env []string, args ...string) error {
 	logFile, err := os.OpenFile(filepath.Join(cp.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
@@ -156,6 +172,9 @@ func (cp *ControlPlane) launch(name string, args ...string) error {
 	defer logFile.Close()
 	cmd := exec.Command(filepath.Join(cp.BinDir, name), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if !cp.Detach {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL

@@ -3,6 +3,8 @@ package testenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -77,5 +79,28 @@ func TestControlPlaneReportsPinnedVersion(t *testing.T) {
 	if v.Major != "1" || v.Minor != "37" {
 		t.Errorf("server version = %s (major %q minor %q), want v1.37.x: the control plane was built without version ldflags",
 			v.GitVersion, v.Major, v.Minor)
+	}
+}
+
+// The plain control plane that most test packages use stays etcd and
+// kube-apiserver only; workloads are opt-in.
+func TestDefaultControlPlaneRunsNoWorkloads(t *testing.T) {
+	if env.ControlPlane.Workloads {
+		t.Fatal("Main started a control plane with workloads")
+	}
+	for _, name := range []string{controllerManagerName, schedulerName, kwokName} {
+		if _, err := os.Stat(env.ControlPlane.pidFile(name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s pid file: %v; want none", name, err)
+		}
+	}
+	nodes, err := env.Clientset.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 0 {
+		t.Errorf("%d nodes, want none", len(nodes.Items))
+	}
+	if err := env.waitForServiceAccount(context.Background(), "default"); err == nil {
+		t.Error("waitForServiceAccount without workloads succeeded; want an error saying workloads are needed")
 	}
 }

@@ -25,15 +25,29 @@ type Env struct {
 	Clientset    kubernetes.Interface
 }
 
-// Start launches a control plane in a fresh temporary directory.
-func Start(ctx context.Context) (*Env, error) {
+// Options choose what a test package's control plane runs. The zero value
+// is etcd and kube-apiserver only, which is all most tests need.
+type Options struct {
+	// Workloads also runs kube-controller-manager, kube-scheduler and one
+	// simulated node, so that Deployments get Pods that become Ready; see
+	// ControlPlane.Workloads. It adds a second or two to start-up and some
+	// CPU while the tests run.
+	Workloads bool
+}
+
+// Start launches a control plane (etcd and kube-apiserver) in a fresh
+// temporary directory.
+func Start(ctx context.Context) (*Env, error) { return StartWith(ctx, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, opts Options) (*Env, error) {
 	dir, err := os.MkdirTemp("", "driftless-controlplane-")
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: dir, BinDir: DefaultBinDir()}
+	cp := &ControlPlane{Dir: dir, BinDir: DefaultBinDir(), Workloads: opts.Workloads}
 	if err := cp.Start(ctx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
 	}
 	cfg, err := cp.RESTConfig()
 	if err != nil {
@@ -70,8 +84,23 @@ func Main(m *testing.M, env **Env) { MainWith(m, env, nil) }
 // MainWith is Main with a setup step, such as installing CRDs, run once
 // the control plane is up and before the tests.
 func MainWith(m *testing.M, env **Env, setup func(*Env) error) {
+	MainWithOptions(m, env, Options{}, setup)
+}
+
+// MainWithWorkloads is MainWith for a package whose tests need Pods: the
+// control plane also runs kube-controller-manager, kube-scheduler and a
+// simulated node (Options.Workloads). setup may be nil.
+//
+//	var env *testenv.Env
+//	func TestMain(m *testing.M) { testenv.MainWithWorkloads(m, &env, nil) }
+func MainWithWorkloads(m *testing.M, env **Env, setup func(*Env) error) {
+	MainWithOptions(m, env, Options{Workloads: true}, setup)
+}
+
+// MainWithOptions is MainWith with options.
+func MainWithOptions(m *testing.M, env **Env, opts Options, setup func(*Env) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	e, err := Start(ctx)
+	e, err := StartWith(ctx, opts)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: control plane did not start: %v\n", err)
@@ -95,7 +124,8 @@ func MainWith(m *testing.M, env **Env, setup func(*Env) error) {
 var unsafeName = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // Namespace creates a fresh namespace named after the test and deletes it
-// when the test ends.
+// when the test ends. With workloads, it also waits for the namespace's
+// default ServiceAccount, without which Pods are rejected.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
 	base := strings.Trim(unsafeName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
@@ -108,5 +138,8 @@ func (e *Env) Namespace(t testing.TB) string {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
+	if e.ControlPlane.Workloads {
+		e.WaitForServiceAccount(t, name)
+	}
 	return name
 }

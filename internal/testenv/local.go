@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,25 +45,32 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// DetachedStatus describes a control plane started with Detach.
+// DetachedStatus describes a control plane started with Detach and
+// Workloads, as hack/local-cluster.sh starts it.
 type DetachedStatus struct {
 	// Running lists the components whose recorded process is alive.
 	Running []string
 	// Stale lists the components with a pid file but no live process.
 	Stale []string
+	// Missing lists the components with no pid file.
+	Missing []string
 }
 
 // Up reports whether every component is running.
-func (s DetachedStatus) Up() bool { return len(s.Running) == 2 }
+func (s DetachedStatus) Up() bool { return len(s.Running) == len(components) }
+
+// NotRunning lists the components that are not running, stale or missing.
+func (s DetachedStatus) NotRunning() []string { return append(slices.Clone(s.Stale), s.Missing...) }
 
 // StatusOf inspects the pid files in dir of a detached control plane whose
 // binaries are in binDir.
 func StatusOf(dir, binDir string) DetachedStatus {
 	var st DetachedStatus
-	for _, name := range []string{etcdName, apiserverName} {
+	for _, name := range components {
 		pid, ok := readPID(filepath.Join(dir, name+".pid"))
 		switch {
 		case !ok:
+			st.Missing = append(st.Missing, name)
 		case ownedBy(pid, filepath.Join(binDir, name)):
 			st.Running = append(st.Running, name)
 		default:
@@ -78,7 +86,7 @@ func StatusOf(dir, binDir string) DetachedStatus {
 func StopDetached(dir, binDir string) ([]string, error) {
 	var stopped []string
 	var errs []error
-	for _, name := range []string{apiserverName, etcdName} {
+	for _, name := range slices.Backward(components) {
 		pidFile := filepath.Join(dir, name+".pid")
 		pid, ok := readPID(pidFile)
 		if !ok {
