@@ -24,7 +24,7 @@ cleanup() {
   hack/local-cluster.sh down
 }
 
-say "Starting a local Kubernetes control plane (etcd + kube-apiserver v1.37, built from Go modules)"
+say "Starting a local Kubernetes cluster: etcd, kube-apiserver, controller-manager, scheduler (v1.37, built from Go modules) and a simulated node (kwok)"
 hack/local-cluster.sh down >/dev/null
 rm -rf "$demo_dir" && mkdir -p "$demo_dir"
 kubeconfig="$(hack/local-cluster.sh up)"
@@ -90,7 +90,7 @@ say "Running the agent with the field report's flags"
 cd "$root"
 run bin/driftless agent --kubeconfig "$KUBECONFIG" \
   --git-url "file://$demo_dir/fleet.git" --git-branch main \
-  --git-path namespaces,workloads --sync-interval 5s --full-resync-interval 1h \
+  --git-path namespaces,workloads --sync-interval 5s --sync-wait --full-resync-interval 1h \
   --metrics-bind-address 0 --health-probe-bind-address 0 \
   >"$demo_dir/agent.log" 2>&1 &
 agent_pid=$!
@@ -114,9 +114,12 @@ applied_revision() {
 revision_is() { [[ "$(applied_revision)" == "$1" ]]; }
 
 head="$(git -C "$demo_dir/work" rev-parse HEAD)"
+note "--sync-wait: the Sync becomes Ready only when what it applied is healthy."
 wait_for "the first sync" revision_is "$head"
-say "Synced. The Sync is Ready at the commit just pushed:"
+say "Synced. The Sync is Ready at the commit just pushed, once the rollout finished:"
 run kubectl get syncs -A
+run kubectl -n shop get deployment app -o wide
+run kubectl -n shop get pods -o wide
 run kubectl get namespaces shop team-b
 run kubectl -n shop get deployment,configmap -l driftless.dev/sync=driftless-system.default
 note "Every object carries the owner label and where it came from in git:"
