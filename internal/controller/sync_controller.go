@@ -269,8 +269,15 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	pruned, err := m.Prune(ctx, p.Prune)
 	o.changes = append(o.changes, pruned...)
 	if o.dryRun {
+		// Nothing written: the inventory stays. Objects applied before
+		// (selfHeal off) are still watched, so drift is reported at once.
+		if r.Watches != nil && len(previous) > 0 {
+			if err := r.Watches.Ensure(ctx, kindsOf(previous), o.started); err != nil {
+				log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is reported at the interval")
+			}
+		}
 		o.duration = time.Since(o.started)
-		return o // nothing written: the inventory stays
+		return o
 	}
 	o.inventory = p.Inventory()
 	if err != nil {
