@@ -87,7 +87,7 @@ func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 			return cs, err
 		}
 		if m.opts.AfterWave != nil {
-			if err := m.opts.AfterWave(ctx, Wave{Number: wave[0].Wave, Index: wi, Count: len(waves), Steps: wave, Changes: cs[waveStart:]}); err != nil {
+			if err := m.opts.AfterWave(ctx, Wave{Number: wave[0].Wave, Index: wi, Count: len(waves), Steps: wave, Changes: cs[waveStart:], SoFar: cs}); err != nil {
 				return cs, err
 			}
 		}
@@ -101,8 +101,9 @@ type Wave struct {
 	// place among the plan's waves.
 	Number, Index, Count int
 	Steps                []plan.Step
-	// Changes are what was done to the wave's objects.
-	Changes ChangeSet
+	// Changes are what was done to the wave's objects; SoFar to every
+	// object of this and earlier waves.
+	Changes, SoFar ChangeSet
 }
 
 // Last reports whether this is the plan's last wave.

@@ -137,5 +137,29 @@ func (m *Manager) healthOf(ctx context.Context, s plan.Step) Health {
 		return h
 	}
 	h.Status, h.Message = res.Status, res.Message
+	if s.ID.Group == "batch" && s.ID.Kind == "Job" && h.Status == status.CurrentStatus {
+		// kstatus calls a started Job Current; a wave after a migration
+		// Job must wait until it has succeeded.
+		h.Status, h.Message = jobHealth(u)
+	}
 	return h
+}
+
+// jobHealth is Current once the Job is Complete, Failed once it failed.
+func jobHealth(u *unstructured.Unstructured) (status.Status, string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		if cm["status"] != "True" {
+			continue
+		}
+		switch cm["type"] {
+		case "Complete":
+			return status.CurrentStatus, "Job succeeded"
+		case "Failed":
+			msg, _ := cm["message"].(string)
+			return status.FailedStatus, "Job failed: " + msg
+		}
+	}
+	return status.InProgressStatus, "Job has not succeeded yet"
 }

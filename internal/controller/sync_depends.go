@@ -21,7 +21,7 @@ func (r *SyncReconciler) checkDependencies(ctx context.Context, s *v1alpha1.Sync
 		return "", nil
 	}
 	self := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-	if cycle := r.findCycle(ctx, self, s, []types.NamespacedName{self}); cycle != nil {
+	if cycle := r.findCycle(ctx, self, s, []types.NamespacedName{self}, map[types.NamespacedName]bool{}); cycle != nil {
 		names := make([]string, len(cycle))
 		for i, n := range cycle {
 			names[i] = n.String()
@@ -68,20 +68,22 @@ func dependencyKey(namespace string, d v1alpha1.DependencyReference) types.Names
 
 // findCycle walks dependsOn depth-first from s and returns the path back
 // to self, if any.
-func (r *SyncReconciler) findCycle(ctx context.Context, self types.NamespacedName, s *v1alpha1.Sync, path []types.NamespacedName) []types.NamespacedName {
-	if len(path) > 50 {
-		return nil
-	}
+func (r *SyncReconciler) findCycle(ctx context.Context, self types.NamespacedName, s *v1alpha1.Sync, path []types.NamespacedName,
+	visited map[types.NamespacedName]bool) []types.NamespacedName {
 	for _, d := range s.Spec.DependsOn {
 		key := dependencyKey(s.Namespace, d)
 		if key == self {
 			return append(append([]types.NamespacedName{}, path...), key)
 		}
+		if visited[key] {
+			continue
+		}
+		visited[key] = true
 		var dep v1alpha1.Sync
 		if r.Client.Get(ctx, key, &dep) != nil {
 			continue
 		}
-		if c := r.findCycle(ctx, self, &dep, append(path, key)); c != nil {
+		if c := r.findCycle(ctx, self, &dep, append(path, key), visited); c != nil {
 			return c
 		}
 	}

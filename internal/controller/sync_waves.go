@@ -30,7 +30,7 @@ var revisionPoll = 3 * time.Second
 func (r *SyncReconciler) waitForWave(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string,
 	m *apply.Manager, w apply.Wave, total int) error {
 	applied := 0
-	for _, c := range w.Changes {
+	for _, c := range w.SoFar {
 		if c.Action != apply.Skipped {
 			applied++
 		}

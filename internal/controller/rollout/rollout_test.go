@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,5 +176,46 @@ func TestWaveTwoStartsOnlyWhenWaveOneIsHealthy(t *testing.T) {
 	}
 	if cfg.CreationTimestamp.Before(&availableSince) {
 		t.Errorf("wave 1 created at %s, before wave 0 became available at %s", cfg.CreationTimestamp, availableSince)
+	}
+}
+
+func TestAMigrationJobHoldsTheNextWaveUntilItSucceeds(t *testing.T) {
+	f := newFixture(t)
+	job := `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+  annotations: {driftless.dev/wave: "0"}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: m, image: busybox}]
+`
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after\n  annotations: {driftless.dev/wave: \"1\"}\ndata: {k: v}\n"
+	f.repo.Commit(t, "migrate then configure", map[string]string{"a.yaml": cm, "b.yaml": job})
+	f.createSync(2 * time.Minute)
+	startAgent(t)
+	var cfg corev1.ConfigMap
+	eventually(t, "the wave-1 ConfigMap", 90*time.Second, func() (bool, string) {
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "after"}, &cfg)
+		return err == nil, fmt.Sprint(err)
+	})
+	var j batchv1.Job
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "migrate"}, &j); err != nil {
+		t.Fatal(err)
+	}
+	var completed *metav1.Time
+	for _, cond := range j.Status.Conditions {
+		if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
+			completed = &cond.LastTransitionTime
+		}
+	}
+	if completed == nil {
+		t.Fatalf("wave 1 was applied before the Job succeeded: %+v", j.Status)
+	}
+	if cfg.CreationTimestamp.Before(completed) {
+		t.Errorf("wave 1 created at %s, before the Job completed at %s", cfg.CreationTimestamp, completed)
 	}
 }
