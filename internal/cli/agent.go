@@ -53,6 +53,8 @@ type agentOptions struct {
 	concurrent    int
 	dryRun        bool
 	fullResync    time.Duration
+	qps           float32
+	burst         int
 	leaderElectOn bool // whether --leader-elect was given
 }
 
@@ -104,6 +106,8 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "driftless"), "directory for git checkouts, one per Sync")
 	f.IntVar(&o.concurrent, "concurrent", 4, "Syncs reconciled at the same time (and drifted objects checked at the same time)")
+	f.Float32Var(&o.qps, "kube-api-qps", controller.DefaultKubeAPIQPS, "requests per second the agent may send to the API server (client side; the server's priority and fairness still applies)")
+	f.IntVar(&o.burst, "kube-api-burst", controller.DefaultKubeAPIBurst, "burst of requests above --kube-api-qps")
 	f.BoolVar(&o.dryRun, "dry-run", false, "write nothing: report what every Sync would create, change, prune and revert (events, status, condition Drifted)")
 	f.DurationVar(&o.fullResync, "full-resync-interval", time.Hour, "how often a Sync compares every object even when git did not change and the drift watches saw nothing")
 	return cmd
@@ -134,6 +138,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
 	if o.namespace == "" {
 		o.namespace = os.Getenv("POD_NAMESPACE")
 	}
@@ -202,7 +207,6 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 func restConfig(path string) (*rest.Config, bool, error) {
 	if path == "" {
 		if cfg, err := rest.InClusterConfig(); err == nil {
-			cfg.QPS, cfg.Burst = 50, 100
 			return cfg, true, nil
 		}
 	}
@@ -212,7 +216,6 @@ func restConfig(path string) (*rest.Config, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("load kubeconfig: %w; pass --kubeconfig or run in a cluster", err)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
 	return cfg, false, nil
 }
 

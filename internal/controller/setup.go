@@ -13,6 +13,14 @@ import (
 	"github.com/driftless/driftless/internal/drift"
 )
 
+// Client-side limits of the agent's API client. Server-side, API Priority
+// and Fairness protects the API server; a low client limit only makes a
+// large first sync wait for itself.
+const (
+	DefaultKubeAPIQPS   = 500
+	DefaultKubeAPIBurst = 1000
+)
+
 // Options configure the agent's controllers.
 type Options struct {
 	// CacheDir holds one git checkout per Sync.

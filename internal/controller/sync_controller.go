@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -236,7 +237,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		return r.waitForWave(ctx, s, req, o.revision, m, w, len(p.Apply))
 	}
 	m = apply.NewManager(r.Applier, opts)
-	o.changes, err = m.Apply(ctx, p)
+	toApply, known := r.onlyChanged(s, o.revision, p)
+	o.changes, err = m.Apply(ctx, toApply)
+	o.changes = append(known, o.changes...)
 	if err != nil && errors.Is(err, errSuperseded) {
 		o.inventory = union(previous, entriesOf(o.changes, p))
 		return fail(v1alpha1.ReasonProgressing, err)
@@ -299,6 +302,53 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	r.publishApplied(s)
 	o.duration = time.Since(o.started)
 	return o
+}
+
+// onlyChanged narrows the plan to the objects whose rendered form differs
+// from the last applied render, when that is safe: the Sync is Ready and
+// not drifted, its objects are watched (so a change in the cluster would
+// have been seen and reverted), and its last full comparison is recent.
+// The other objects are reported Unchanged without a request. Otherwise
+// the whole plan is returned.
+func (r *SyncReconciler) onlyChanged(s *v1alpha1.Sync, revision string, p plan.Plan) (plan.Plan, apply.ChangeSet) {
+	if r.Watches == nil || r.DryRun || s.DryRun() || !s.SelfHealEnabled() ||
+		!meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) ||
+		meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) {
+		return p, nil
+	}
+	key := s.Namespace + "/" + s.Name
+	full := r.FullResync
+	if full <= 0 {
+		full = time.Hour
+	}
+	r.mu.Lock()
+	prev, ok := r.applied[key]
+	last, compared := r.lastFull[key]
+	r.mu.Unlock()
+	if !ok || prev.uid != s.UID || !compared || r.now().Sub(last) >= full {
+		return p, nil
+	}
+	inv, err := inventoryOf(&s.Status)
+	if err != nil || !r.Watches.Covers(kindsOf(inv)) {
+		return p, nil
+	}
+	narrowed := p
+	narrowed.Apply = nil
+	var known apply.ChangeSet
+	for _, step := range p.Apply {
+		if i, ok := prev.index[step.ID]; ok && sameRender(prev.objects[i].Object, step.Object.Object) {
+			known = append(known, apply.Change{ID: step.ID, Origin: step.Object.Origin.String(), Action: apply.Unchanged})
+			continue
+		}
+		narrowed.Apply = append(narrowed.Apply, step)
+	}
+	return narrowed, known
+}
+
+// sameRender reports whether two renders of an object are the same but
+// for the revision in their origin annotation.
+func sameRender(a, b *unstructured.Unstructured) bool {
+	return apply.Equal(a, b)
 }
 
 // publishApplied makes the Sync's current render the one drift is
