@@ -32,13 +32,15 @@ type Options struct {
 
 // DefaultOptions returns the options the agent uses.
 func DefaultOptions(owner string) Options {
-	return Options{FieldManager: "driftless", Owner: owner, Concurrency: 8, WaitTimeout: time.Minute}
+	return Options{FieldManager: "driftless", Owner: owner, Concurrency: 32, WaitTimeout: time.Minute}
 }
 
 // Manager applies and prunes the objects of one Sync.
 type Manager struct {
 	client client.Client
 	opts   Options
+	// fresh holds the Namespaces this Manager created during Apply.
+	fresh map[string]bool
 }
 
 // NewManager returns a Manager writing through c, a client that can handle

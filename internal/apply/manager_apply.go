@@ -78,6 +78,14 @@ func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 		if err := m.waitForCRDs(ctx, done); err != nil {
 			return cs, err
 		}
+		for _, c := range done {
+			if c.ID.Kind == "Namespace" && c.ID.Group == "" && c.Action == Created {
+				if m.fresh == nil {
+					m.fresh = map[string]bool{}
+				}
+				m.fresh[c.ID.Name] = true
+			}
+		}
 		if err := m.recheck(ctx, results[offset-len(wave)+n:], cs); err != nil {
 			return cs, err
 		}
@@ -218,13 +226,33 @@ func isTransient(err error) bool {
 }
 
 func (m *Manager) dryRunAll(ctx context.Context, steps []plan.Step, newNamespaces, newKinds map[string]bool) []checked {
+	// Objects in a Namespace that this plan creates and that does not
+	// exist yet cannot be validated now: defer them without a request.
+	absent := m.absentNamespaces(ctx, newNamespaces)
 	return byRank(ctx, m, steps, func(s plan.Step) plan.Rank { return 0 }, func(ctx context.Context, s plan.Step) checked {
+		if absent[s.ID.Namespace] {
+			return checked{step: s, deferred: true}
+		}
 		r := m.dryRun(ctx, s)
 		if r.err != nil && canDefer(r.err, s, newNamespaces, newKinds) {
 			return checked{step: s, deferred: true}
 		}
 		return r
 	})
+}
+
+// absentNamespaces returns which of names do not exist in the cluster.
+func (m *Manager) absentNamespaces(ctx context.Context, names map[string]bool) map[string]bool {
+	absent := map[string]bool{}
+	for name := range names {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		if err := m.client.Get(ctx, client.ObjectKey{Name: name}, ns); apierrors.IsNotFound(err) {
+			absent[name] = true
+		}
+	}
+	return absent
 }
 
 // canDefer reports whether err only says that a Namespace or CRD the plan
@@ -263,12 +291,18 @@ func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())
-	err = m.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
-	switch {
-	case apierrors.IsNotFound(err):
+	if m.fresh[s.ID.Namespace] {
+		// Its Namespace was created by this apply a moment ago: nothing
+		// can be in it yet.
 		live = nil
-	case err != nil:
-		return checked{step: s, err: err}
+	} else {
+		err = m.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+		switch {
+		case apierrors.IsNotFound(err):
+			live = nil
+		case err != nil:
+			return checked{step: s, err: err}
+		}
 	}
 	if live != nil {
 		desired = adoptIgnored(desired, live)
