@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/driftless/driftless/internal/cli.version=$(VERSION) \
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 export DRIFTLESS_K8S_BIN := $(CURDIR)/bin/k8s
 
-.PHONY: help build generate controlplane test lint demo clean
+.PHONY: help build generate controlplane test lint demo bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ generate: ## regenerate deepcopy (api/v1alpha1) and CRDs (config/crd/bases) from
 	$(TOOLS) controller-gen object paths=./api/...
 	$(TOOLS) controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 
-controlplane: ## build etcd, kube-apiserver and kubectl into bin/k8s (cached)
+controlplane: ## build etcd, kube-apiserver, controller-manager, scheduler, kubectl and kwok into bin/k8s (cached)
 	hack/controlplane/build.sh
 
 test: controlplane ## run every test, unit and against a real control plane
@@ -34,6 +34,9 @@ lint: ## gofmt, go vet, staticcheck
 
 demo: controlplane build ## run the demo on a local control plane
 	hack/demo.sh
+
+bench: controlplane ## measure against the DESIGN.md targets: 1,000 objects, or 100/1,000/5,000 with FULL=1 (docs/performance.md)
+	$(GO) run ./bench $(if $(FULL),-full) $(BENCHFLAGS)
 
 clean: ## stop the local cluster and remove build outputs (keeps bin/k8s)
 	-hack/local-cluster.sh down

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/controller"
+)
+
+// syncNamespace holds the benchmark's Syncs.
+const syncNamespace = "driftless-system"
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}()
+
+// clientLimits is the agent's client-side rate limit.
+type clientLimits struct {
+	name       string
+	qps        float32
+	burst      int
+	unthrottle bool
+}
+
+var (
+	// shipped is what `driftless agent` sets by default (--kube-api-qps,
+	// --kube-api-burst): the figure users get.
+	shipped = clientLimits{
+		name: fmt.Sprintf("as shipped (client QPS %d, burst %d)", controller.DefaultKubeAPIQPS, controller.DefaultKubeAPIBurst),
+		qps:  controller.DefaultKubeAPIQPS, burst: controller.DefaultKubeAPIBurst,
+	}
+	// unthrottled turns client-side limiting off, leaving flow control to
+	// the API server (controller-runtime's own default): what the engine
+	// does when only the server limits it.
+	unthrottled = clientLimits{name: "no client-side rate limit", unthrottle: true}
+)
+
+// parseLimits reads -client-limits: "agent", "none" or "QPS/BURST".
+func parseLimits(s string) (clientLimits, error) {
+	switch s {
+	case "agent":
+		return shipped, nil
+	case "none":
+		return unthrottled, nil
+	}
+	var qps float32
+	var burst int
+	if _, err := fmt.Sscanf(s, "%g/%d", &qps, &burst); err != nil || qps <= 0 || burst <= 0 {
+		return clientLimits{}, fmt.Errorf("-client-limits is agent, none or QPS/BURST (like 50/100), not %q", s)
+	}
+	return clientLimits{name: fmt.Sprintf("client QPS %g, burst %d", qps, burst), qps: qps, burst: burst}, nil
+}
+
+// agent is the driftless engine running in this process, wired as
+// `driftless agent` wires it (controller.Setup on a manager whose cache is
+// controller.CacheOptions), with every API request it makes counted.
+type agent struct {
+	requests *requestCounter
+	cancel   context.CancelFunc
+	done     chan error
+	cacheDir string
+}
+
+// startAgent starts an agent and waits until its caches are synced.
+func startAgent(ctx context.Context, base *rest.Config, limits clientLimits, logs io.Writer) (*agent, error) {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst = limits.qps, limits.burst
+	if limits.unthrottle {
+		cfg.QPS, cfg.Burst = -1, 0
+	}
+	a := &agent{requests: newRequestCounter(), done: make(chan error, 1)}
+	cfg.Wrap(a.requests.wrap)
+	dir, err := os.MkdirTemp("", "driftless-bench-agent-")
+	if err != nil {
+		return nil, err
+	}
+	a.cacheDir = dir
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:     scheme,
+		Cache:      controller.CacheOptions(),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Logger:     zap.New(zap.WriteTo(logs)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	opts := controller.DefaultOptions()
+	opts.CacheDir = dir
+	if _, err := controller.Setup(mgr, opts); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	go func() { a.done <- mgr.Start(runCtx) }()
+	waitCtx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	if !mgr.GetCache().WaitForCacheSync(waitCtx) {
+		return nil, errors.Join(errors.New("the agent's cache did not sync"), a.stop())
+	}
+	return a, nil
+}
+
+// stop stops the agent and removes its checkouts.
+func (a *agent) stop() error {
+	a.cancel()
+	err := <-a.done
+	return errors.Join(err, os.RemoveAll(a.cacheDir))
+}
+
+// newSync returns the benchmark's Sync of url.
+func newSync(name, url string, interval, timeout time.Duration) *v1alpha1.Sync {
+	s := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: syncNamespace},
+		Spec: v1alpha1.SyncSpec{
+			Source:   v1alpha1.Source{Git: v1alpha1.GitSource{URL: url, Branch: "main"}},
+			Interval: metav1.Duration{Duration: interval},
+		},
+	}
+	if timeout > 0 {
+		s.Spec.Timeout = &metav1.Duration{Duration: timeout}
+	}
+	return s
+}
+
+// syncedAt reports whether s is Ready after applying revision.
+func syncedAt(s *v1alpha1.Sync, revision string) bool {
+	c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+	return s.Status.LastAppliedRevision == revision && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation
+}
+
+// failed returns the Ready message when s failed at revision.
+func failed(s *v1alpha1.Sync, revision string) (string, bool) {
+	c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+	if s.Status.LastAttemptedRevision == revision && c != nil && c.Status == metav1.ConditionFalse {
+		return c.Reason + ": " + c.Message, true
+	}
+	return "", false
+}
+
+// syncFailure is a Sync that failed at the revision awaited.
+type syncFailure struct {
+	revision, message string
+}
+
+func (e *syncFailure) Error() string {
+	return fmt.Sprintf("the Sync failed at %.7s: %s", e.revision, e.message)
+}
+
+// short is the failure's first line, cut to a table cell.
+func (e *syncFailure) short() string {
+	msg, _, _ := strings.Cut(e.message, "\n")
+	if len(msg) > 200 {
+		msg = msg[:200] + " …"
+	}
+	return msg
+}
+
+// syncWatch watches one Sync with the admin client, re-opening the watch
+// when the server ends it.
+type syncWatch struct {
+	c    client.WithWatch
+	name string
+	w    watch.Interface
+}
+
+func watchSync(ctx context.Context, c client.WithWatch, name string) (*syncWatch, error) {
+	sw := &syncWatch{c: c, name: name}
+	return sw, sw.open(ctx)
+}
+
+func (sw *syncWatch) open(ctx context.Context) error {
+	w, err := sw.c.Watch(ctx, &v1alpha1.SyncList{}, client.InNamespace(syncNamespace),
+		client.MatchingFields{"metadata.name": sw.name})
+	sw.w = w
+	return err
+}
+
+// until returns the first version of the Sync for which done is true, and
+// when it arrived. A Sync that failed at revision is an error.
+func (sw *syncWatch) until(ctx context.Context, revision string, done func(*v1alpha1.Sync) bool) (*v1alpha1.Sync, time.Time, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, time.Time{}, fmt.Errorf("waiting for the Sync at %.7s: %w", revision, ctx.Err())
+		case ev, ok := <-sw.w.ResultChan():
+			if !ok {
+				// The server ended the watch: open a new one and look at
+				// what may have been missed.
+				if err := sw.open(ctx); err != nil {
+					return nil, time.Time{}, err
+				}
+				var s v1alpha1.Sync
+				if err := sw.c.Get(ctx, client.ObjectKey{Namespace: syncNamespace, Name: sw.name}, &s); err != nil {
+					return nil, time.Time{}, err
+				}
+				if done(&s) {
+					return &s, time.Now(), nil
+				}
+				continue
+			}
+			at := time.Now()
+			s, ok := ev.Object.(*v1alpha1.Sync)
+			if !ok {
+				continue
+			}
+			if done(s) {
+				return s, at, nil
+			}
+			if msg, bad := failed(s, revision); bad {
+				return nil, at, &syncFailure{revision: revision, message: msg}
+			}
+		}
+	}
+}
+
+func (sw *syncWatch) stop() { sw.w.Stop() }

@@ -1,0 +1,23 @@
+// Command bench measures driftless against the DESIGN.md targets on a
+// local control plane (internal/testenv), side by side with the floor it is
+// judged by, in one run:
+//
+//   - first sync of N generated objects: driftless (the engine in-process,
+//     as the agent wires it) against `kubectl apply --server-side` of the
+//     same files and against a raw client-go server-side-apply loop at the
+//     best concurrency found (the floor);
+//   - a one-object change committed to git → applied: latency and the API
+//     requests driftless issues for it;
+//   - steady state with nothing changing: API requests by verb (driftless's
+//     own, counted in its transport, and the API server's view), and CPU;
+//   - drift revert latency after kubectl-edit style updates;
+//   - the agent's memory, extrapolated to 10,000 objects.
+//
+// It writes bench/results/<date>-<commit>.json and prints a Markdown table
+// ending in a one-line summary. Run it with `make bench` (1,000 objects,
+// a few minutes) or `make bench FULL=1` (100, 1,000 and 5,000 objects);
+// docs/performance.md explains the method and the latest figures.
+//
+// It is a program, not a test: `go test ./...` neither builds nor runs it,
+// and nothing here asserts a timing.
+package main

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// options are the command line.
+type options struct {
+	full          bool
+	sizes         []int
+	repeats       int
+	concurrencies []int
+	interval      time.Duration
+	intervals     int
+	edits         int
+	// unthrottledRepeats times driftless without its client-side rate
+	// limit, a diagnostic, this many times (0: never).
+	unthrottledRepeats int
+	// intervalChanges is how many changes wait for the next interval.
+	intervalChanges int
+	resultsDir      string
+	profileDir      string
+	// limits are the timed agent's client-side rate limits.
+	limits clientLimits
+	// syncTimeout is the Syncs' spec.timeout; 0 leaves the default.
+	syncTimeout time.Duration
+}
+
+func main() {
+	o := options{}
+	// A flag set of its own: controller-runtime registers -kubeconfig on the global one.
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	var sizes, concurrencies string
+	fs.BoolVar(&o.full, "full", false, "run every size (100, 1,000 and 5,000 objects) instead of the quick profile (1,000)")
+	fs.StringVar(&sizes, "sizes", "", "comma-separated object counts, overriding -full")
+	fs.IntVar(&o.repeats, "repeat", 3, "repetitions of each timing")
+	fs.StringVar(&concurrencies, "floor-concurrency", "4,8,16,32", "concurrencies tried for the raw server-side-apply floor")
+	fs.DurationVar(&o.interval, "interval", 10*time.Second, "the Sync's interval in the change and steady-state phases")
+	fs.IntVar(&o.intervals, "steady-intervals", 3, "intervals measured in steady state")
+	fs.IntVar(&o.edits, "edits", 50, "drift edits to revert")
+	fs.IntVar(&o.unthrottledRepeats, "unthrottled-repeat", -1, "times driftless's first sync is also timed without its client-side rate limit; -1: once, or -repeat times with -full")
+	fs.IntVar(&o.intervalChanges, "interval-changes", 1, "changes that wait for the Sync's next interval (their latency is mostly where in the interval they land)")
+	fs.StringVar(&o.resultsDir, "results", "bench/results", "directory for the results JSON")
+	limits := fs.String("client-limits", "agent", "client-side rate limit of the timed agent: agent (what driftless agent sets by default), none, or QPS/BURST")
+	fs.DurationVar(&o.syncTimeout, "sync-timeout", 0, "spec.timeout of the timed Syncs; 0 leaves the API's default (5m)")
+	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
+
+	var err error
+	switch {
+	case sizes != "":
+		o.sizes, err = ints(sizes)
+	case o.full:
+		o.sizes = []int{100, 1000, 5000}
+		o.intervals = max(o.intervals, 6)
+	default:
+		o.sizes = []int{1000}
+	}
+	if err == nil {
+		o.concurrencies, err = ints(concurrencies)
+	}
+	if o.unthrottledRepeats < 0 {
+		o.unthrottledRepeats = map[bool]int{true: o.repeats, false: 1}[o.full]
+	}
+	if err == nil {
+		o.limits, err = parseLimits(*limits)
+	}
+	if o.limits.unthrottle {
+		o.unthrottledRepeats = 0 // the timed agent is the diagnostic
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a list of positive numbers", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// results is what a run writes to bench/results.
+type results struct {
+	Date    time.Time `json:"date"`
+	Commit  string    `json:"commit"`
+	Dirty   bool      `json:"dirty"`
+	Go      string    `json:"go"`
+	CPUs    int       `json:"cpus"`
+	Profile string    `json:"profile"`
+	Options string    `json:"options"`
+	// ClientLimits are the timed agent's client-side rate limits.
+	ClientLimits string       `json:"client_limits"`
+	Sizes        []sizeResult `json:"sizes"`
+	Memory10k    *projection  `json:"memory_10k_projection,omitempty"`
+	Summary      string       `json:"summary"`
+	Seconds      float64      `json:"seconds"`
+}
+
+func run(ctx context.Context, o options) error {
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
+		runtime.MemProfileRate = 16 << 10 // finer than the default 512 KiB, for the agent's small heap
+	}
+	start := time.Now()
+	res := &results{
+		Date:         start.UTC(),
+		Go:           runtime.Version(),
+		CPUs:         runtime.NumCPU(),
+		Profile:      map[bool]string{true: "full", false: "quick"}[o.full],
+		Options:      strings.Join(os.Args[1:], " "),
+		ClientLimits: o.limits.name,
+	}
+	res.Commit, res.Dirty = commit()
+	for _, size := range o.sizes {
+		fmt.Fprintf(os.Stderr, "== %d objects\n", size)
+		r, err := runSize(ctx, o, size)
+		if err != nil {
+			return fmt.Errorf("%d objects: %w", size, err)
+		}
+		res.Sizes = append(res.Sizes, *r)
+	}
+	res.Memory10k = project(res.Sizes, 10000)
+	res.Summary = summary(res)
+	res.Seconds = time.Since(start).Seconds()
+
+	if err := os.MkdirAll(o.resultsDir, 0o755); err != nil {
+		return err
+	}
+	name := filepath.Join(o.resultsDir, fmt.Sprintf("%s-%s.json", res.Date.Format("2006-01-02T150405Z"), res.Commit))
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(name, append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s (%.0f s)\n", name, res.Seconds)
+	printReport(os.Stdout, res)
+	return nil
+}
+
+// commit is the short commit of the working tree and whether it has
+// uncommitted changes.
+func commit() (string, bool) {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown", false
+	}
+	status, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
+	return strings.TrimSpace(string(out)), len(strings.TrimSpace(string(status))) > 0
+}

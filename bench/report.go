@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// printReport writes the Markdown table of a run, then the summary line.
+func printReport(out io.Writer, res *results) {
+	fmt.Fprintf(out, "driftless bench, %s profile, commit %s%s, %s, %d CPUs, %s\n\n",
+		res.Profile, res.Commit, map[bool]string{true: " (uncommitted changes)", false: ""}[res.Dirty], res.Go, res.CPUs, res.Date.Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintln(out, "| objects | measurement | median | spread | target |")
+	fmt.Fprintln(out, "| ---: | --- | ---: | --- | --- |")
+	row := func(objects, what, value, spread, target string) {
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s |\n", objects, what, value, spread, target)
+	}
+	for _, s := range res.Sizes {
+		n := thousands(s.Objects)
+		fs := s.FirstSync
+		row(n, fmt.Sprintf("first sync: floor, raw server-side-apply loop, concurrency %d (tried %s)", fs.FloorConcurrency, sweep(fs.FloorSweep)),
+			secs(fs.Floor.Median), spread(fs.Floor), "")
+		row(n, "first sync: floor with a dry-run of every object before its batch is applied (the least a validate-first design costs)",
+			fmt.Sprintf("%s (%.2f× floor)", secs(fs.Validated.Median), fs.ValidatedRatio), spread(fs.Validated), "")
+		row(n, "first sync: `kubectl apply --server-side`", fmt.Sprintf("%s (%.2f× floor)", secs(fs.Kubectl.Median), fs.KubectlRatio), spread(fs.Kubectl), "")
+		if fs.Failed != "" {
+			row(n, "first sync: driftless, "+res.ClientLimits, "**did not finish**", strings.ReplaceAll(fs.Failed, "|", "/"), "≤ 1.3× floor")
+		} else {
+			row(n, fmt.Sprintf("first sync: driftless, %s; engine's own %s", res.ClientLimits, secs(fs.Engine.Median)),
+				fmt.Sprintf("**%s (%.2f× floor)**", secs(fs.Driftless.Median), fs.Ratio), spread(fs.Driftless), "≤ 1.3× floor")
+		}
+		if fs.Unthrottled != nil {
+			row(n, "first sync: driftless, "+unthrottled.name, fmt.Sprintf("%s (%.2f× floor)", secs(fs.Unthrottled.Median), fs.UnthrottledRatio), spread(*fs.Unthrottled), "")
+		}
+		row(n, fmt.Sprintf("first sync: driftless's API requests (mean in flight %.1f; CPU %.1f s)", fs.InFlight, fs.AgentCPU),
+			strconv.Itoa(fs.DriftlessOwn.Total), fs.DriftlessOwn.ByVerb, "")
+		if fs.KeptLimits != res.ClientLimits {
+			row(n, "**the rows below ran on an agent with "+fs.KeptLimits+"**, the only one that finishes a first sync at this size", "", "", "")
+		}
+		row(n, fmt.Sprintf("one-object change → applied, picked up at the next interval (%s)", secs(s.Change.Interval)),
+			secs(s.Change.NextInterval.Median), spread(s.Change.NextInterval), "")
+		row(n, fmt.Sprintf("one-object change → applied, synced at once (spec edit, as a webhook would); engine's own %s", secs(s.Change.Engine.Median)),
+			secs(s.Change.Triggered.Median), spread(s.Change.Triggered), "≤ 2 s")
+		row(n, "one-object change: driftless's API requests", fmt.Sprintf("%d (%d writes)", s.Change.Requests.Total, s.Change.Requests.Writes), s.Change.Requests.ByVerb, "")
+		st := s.Steady
+		row(n, fmt.Sprintf("steady state, %d × %s intervals (%d syncs): driftless's API requests", st.Intervals, secs(s.Change.Interval), int(st.Syncs)),
+			fmt.Sprintf("**%d (%d writes)**", st.Driftless.Total, st.Driftless.Writes), st.Driftless.ByVerb, "zero writes; no per-object requests")
+		row(n, "steady state: API server requests from all clients (harness and loopback included)",
+			strconv.Itoa(st.Server.Total), st.Server.ByVerb, "")
+		row(n, "steady state: CPU of the agent's process (harness idle), per interval",
+			fmt.Sprintf("%.3f s", st.CPU/float64(max(st.Intervals, 1))), fmt.Sprintf("git children %.3f s", st.ChildCPU/float64(max(st.Intervals, 1))), "")
+		d := s.Drift.Latency
+		row(n, fmt.Sprintf("drift revert after `kubectl edit`, %d edits: p50 / p90 / p99", d.N),
+			fmt.Sprintf("**%.0f / %.0f / %.0f ms**", d.P50, d.P90, d.P99), fmt.Sprintf("%.0f–%.0f ms", d.Min, d.Max), "p50 ≤ 1 s, p99 ≤ 3 s")
+		row(n, "drift revert: driftless's API requests per revert", fmt.Sprintf("%.1f", s.Drift.RequestsPerRevert), s.Drift.Requests.ByVerb, "")
+		m := s.Memory
+		row(n, "memory of the process managing the objects: Go heap / RSS (harness included)",
+			fmt.Sprintf("%.0f / %.0f MiB", m.Managed.HeapMiB, m.Managed.RSSMiB),
+			fmt.Sprintf("agent idle %.0f / %.0f; harness alone %.0f / %.0f", m.Idle.HeapMiB, m.Idle.RSSMiB, m.Before.HeapMiB, m.Before.RSSMiB), "")
+	}
+	if p := res.Memory10k; p != nil {
+		row(thousands(p.Objects), fmt.Sprintf("memory, **extrapolated** linearly from %s: RSS (heap)", p.From),
+			fmt.Sprintf("**%.0f MiB** (%.0f MiB)", p.RSSMiB, p.HeapMiB),
+			fmt.Sprintf("+%.1f MiB RSS per 1,000 objects; without the harness ≈ %.0f MiB", p.RSSPerThousand, p.AgentRSSMiB), "≤ 150 MiB RSS")
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, res.Summary)
+}
+
+// summary is the one-line summary, from the 1,000-object size when it
+// was measured.
+func summary(res *results) string {
+	if len(res.Sizes) == 0 {
+		return "summary: nothing measured"
+	}
+	s := res.Sizes[len(res.Sizes)-1]
+	for _, c := range res.Sizes {
+		if c.Apps == 250 {
+			s = c
+		}
+	}
+	ratio := fmt.Sprintf("%.2f", s.FirstSync.Ratio)
+	if s.FirstSync.Failed != "" {
+		ratio = "failed"
+	}
+	return fmt.Sprintf("summary: first-sync/floor=%s revert-p50=%.0fms steady-writes=%d",
+		ratio, s.Drift.Latency.P50, s.Steady.Driftless.Writes)
+}
+
+func secs(s float64) string {
+	switch {
+	case s >= 10:
+		return fmt.Sprintf("%.1f s", s)
+	default:
+		return fmt.Sprintf("%.2f s", s)
+	}
+}
+
+func spread(t timing) string {
+	if len(t.Samples) < 2 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%s–%s (%d runs)", strings.TrimSuffix(secs(t.Min), " s"), secs(t.Max), len(t.Samples))
+}
+
+func sweep(m map[string]float64) string {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		n, _ := strconv.Atoi(k)
+		keys = append(keys, n)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d: %s", k, secs(m[strconv.Itoa(k)]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
