@@ -32,6 +32,8 @@ type change struct {
 	// from the commit until the Sync's status recorded it.
 	Requests requestSummary `json:"driftless_requests"`
 	Interval float64        `json:"interval_s"`
+	// WallProfile covers the triggered changes, with -profile.
+	WallProfile *wallProfile `json:"wall_profile,omitempty"`
 }
 
 // change commits one-object changes: first repeats picked up at the next
@@ -43,6 +45,15 @@ func (b *bench) change(ctx context.Context, l *live, r *change) error {
 		repeats := b.o.repeats
 		if !triggered {
 			repeats = b.o.intervalChanges
+		}
+		var sampler *wallSampler
+		stopCPU := func() {}
+		if triggered && b.o.profileDir != "" {
+			sampler = startWallSampler(10 * time.Millisecond)
+			var err error
+			if stopCPU, err = b.prof.cpu(fmt.Sprintf("cpu-change-%d", b.size)); err != nil {
+				return err
+			}
 		}
 		for rep := 0; rep < repeats; rep++ {
 			n++
@@ -59,6 +70,12 @@ func (b *bench) change(ctx context.Context, l *live, r *change) error {
 				r.NextInterval.add(d)
 				step("change, next interval: %.2f s (engine %.2f s, %d requests)", d.Seconds(), engine.Seconds(), reqs.total())
 			}
+		}
+		stopCPU()
+		if sampler != nil {
+			p := sampler.finish()
+			r.WallProfile = &p
+			b.printWallProfile("triggered one-object changes", &p)
 		}
 	}
 	return nil

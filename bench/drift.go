@@ -18,6 +18,8 @@ type drift struct {
 	RequestsPerRevert float64        `json:"driftless_requests_per_revert"`
 	Requests          requestSummary `json:"driftless_requests"`
 	CPU               float64        `json:"cpu_s"`
+	// WallProfile covers the edits, with -profile.
+	WallProfile *wallProfile `json:"wall_profile,omitempty"`
 }
 
 // drift edits the memory limit of managed Deployments, one at a time, as
@@ -28,6 +30,15 @@ type drift struct {
 func (b *bench) drift(ctx context.Context, l *live, r *drift) error {
 	if err := quiet(ctx, l.agent, time.Second, time.Minute); err != nil {
 		return err
+	}
+	var sampler *wallSampler
+	stopCPU := func() {}
+	if b.o.profileDir != "" {
+		sampler = startWallSampler(10 * time.Millisecond)
+		var err error
+		if stopCPU, err = b.prof.cpu(fmt.Sprintf("cpu-drift-%d", b.size)); err != nil {
+			return err
+		}
 	}
 	reqBefore, _ := l.agent.requests.snapshot()
 	cpuBefore := readCPU()
@@ -45,6 +56,12 @@ func (b *bench) drift(ctx context.Context, l *live, r *drift) error {
 		return err
 	}
 	r.CPU = readCPU().minus(cpuBefore).self.Seconds()
+	stopCPU()
+	if sampler != nil {
+		p := sampler.finish()
+		r.WallProfile = &p
+		b.printWallProfile("drift reverts", &p)
+	}
 	reqAfter, _ := l.agent.requests.snapshot()
 	reqs := reqAfter.minus(reqBefore)
 	r.Requests = summarize(reqs)

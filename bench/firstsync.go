@@ -130,7 +130,7 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 			r.UnthrottledLatency = run.latency
 			if run.wallProfile != nil {
 				r.UnthrottledProfile = run.wallProfile
-				b.printWallProfile("driftless, "+unthrottled.name, run.wallProfile)
+				b.printWallProfile("first sync, driftless, "+unthrottled.name, run.wallProfile)
 			}
 		}
 
@@ -157,7 +157,7 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 		r.Latency = run.latency
 		if run.wallProfile != nil {
 			r.WallProfile = run.wallProfile
-			b.printWallProfile("driftless, "+b.o.limits.name, run.wallProfile)
+			b.printWallProfile("first sync, driftless, "+b.o.limits.name, run.wallProfile)
 		}
 		live = l
 	}
@@ -205,9 +205,9 @@ func (b *bench) serverCounted(ctx context.Context, f func() (time.Duration, erro
 	return d, after.minus(before), nil
 }
 
-// printWallProfile shows a wall-time breakdown of a first sync.
+// printWallProfile shows a wall-time breakdown.
 func (b *bench) printWallProfile(title string, p *wallProfile) {
-	step("wall-time profile of the first sync, %s (%d samples every %d ms):", title, p.Samples, p.PeriodMS)
+	step("wall-time profile, %s (%d samples every %d ms):", title, p.Samples, p.PeriodMS)
 	for _, line := range p.lines() {
 		fmt.Fprintln(os.Stderr, "    "+line)
 	}

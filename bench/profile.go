@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -51,9 +50,9 @@ func (p profiler) heap(name string) error {
 }
 
 // wallSampler samples every goroutine's stack at a fixed period and
-// tallies, for the Sync reconcile, which line of the pipeline it is at,
-// and for the apply workers, whether they wait for the client-side rate
-// limiter, wait for the API server, or run.
+// tallies where the engine's reconciles are — the chain of driftless
+// source lines from the reconcile inward — and whether the apply workers
+// wait for the client-side rate limiter, wait for the API server, or run.
 type wallSampler struct {
 	period  time.Duration
 	stop    chan struct{}
@@ -86,31 +85,63 @@ func (s *wallSampler) run() {
 	}
 }
 
-// Frames of interest, as they appear in a goroutine dump.
-var (
-	syncFrame  = regexp.MustCompile(`controller\.\(\*SyncReconciler\)\.sync\(.*\)\n\t.*/(internal/controller/[a-z_]+\.go:\d+)`)
-	applyFrame = regexp.MustCompile(`apply\.\(\*Manager\)\.(Apply|Prune)\(.*\)\n\t.*/(internal/apply/[a-z_]+\.go:\d+)`)
-)
+// followed are the frames whose goroutines the sampler follows, and the
+// name it gives them.
+var followed = []struct{ frame, name string }{
+	{"controller.(*SyncReconciler).sync(", "sync"},
+	{"controller.(*DriftReconciler).Reconcile(", "drift"},
+}
 
 func (s *wallSampler) tally(dump string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.samples++
 	for _, g := range strings.Split(dump, "\n\n") {
-		switch {
-		case strings.Contains(g, "controller.(*SyncReconciler).sync("):
-			stage := "Reconcile (status, events)"
-			if m := syncFrame.FindStringSubmatch(g); m != nil {
-				stage = m[1]
+		seen := false
+		for _, r := range followed {
+			if strings.Contains(g, r.frame) {
+				s.stages[r.name+": "+chain(g, r.frame)]++
+				seen = true
+				break
 			}
-			if m := applyFrame.FindStringSubmatch(g); m != nil {
-				stage += " > " + m[2]
-			}
-			s.stages[stage]++
-		case strings.Contains(g, "internal/apply.byRank"):
+		}
+		if !seen && strings.Contains(g, "internal/apply.byRank") {
 			s.workers[workerState(g)]++
 		}
 	}
+}
+
+// chain is where goroutine g is, from its frame root inward: the source
+// lines of up to three driftless functions, "a.go:1 > b.go:2".
+func chain(g, root string) string {
+	lines := strings.Split(g, "\n")
+	type frame struct{ fn, at string }
+	var frames []frame // innermost first
+	for i := 1; i+1 < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "\t") && strings.HasPrefix(lines[i+1], "\t") {
+			at := strings.TrimSpace(lines[i+1])
+			if j := strings.Index(at, " +0x"); j >= 0 {
+				at = at[:j]
+			}
+			if j := strings.Index(at, "/internal/"); j >= 0 {
+				at = at[j+1:]
+			}
+			frames = append(frames, frame{fn: lines[i], at: at})
+			i++
+		}
+	}
+	var out []string
+	inside := false
+	for i := len(frames) - 1; i >= 0 && len(out) < 3; i-- {
+		f := frames[i]
+		if strings.Contains(f.fn, root) {
+			inside = true
+		}
+		if inside && strings.Contains(f.fn, "github.com/driftless/driftless/internal/") {
+			out = append(out, f.at)
+		}
+	}
+	return strings.Join(out, " > ")
 }
 
 func workerState(g string) string {
@@ -128,7 +159,7 @@ func workerState(g string) string {
 type wallProfile struct {
 	PeriodMS int                `json:"period_ms"`
 	Samples  int                `json:"samples"`
-	Stages   map[string]float64 `json:"sync_stages_s"`
+	Stages   map[string]float64 `json:"reconcile_positions_s"`
 	Workers  map[string]float64 `json:"apply_worker_seconds"`
 }
 
@@ -164,7 +195,7 @@ func (p wallProfile) lines() []string {
 			out = append(out, fmt.Sprintf("  %6.2f s  %4.0f%%  %s", m[k], 100*m[k]/total, k))
 		}
 	}
-	add("sync reconcile, by position in the pipeline (wall time):", p.Stages)
+	add("reconciles, by where they are (wall time; nested calls left to right):", p.Stages)
 	add("apply workers, by state (goroutine-seconds):", p.Workers)
 	return out
 }
