@@ -34,7 +34,7 @@ func (b *bench) drift(ctx context.Context, l *live, r *drift) error {
 	var sampler *wallSampler
 	stopCPU := func() {}
 	if b.o.profileDir != "" {
-		sampler = startWallSampler(10 * time.Millisecond)
+		sampler = startWallSampler(25 * time.Millisecond)
 		var err error
 		if stopCPU, err = b.prof.cpu(fmt.Sprintf("cpu-drift-%d", b.size)); err != nil {
 			return err
