@@ -237,7 +237,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		return r.waitForWave(ctx, s, req, o.revision, m, w, len(p.Apply))
 	}
 	m = apply.NewManager(r.Applier, opts)
-	toApply, known := r.onlyChanged(s, o.revision, p)
+	toApply, known := r.onlyChanged(s, p)
 	o.changes, err = m.Apply(ctx, toApply)
 	o.changes = append(known, o.changes...)
 	if err != nil && errors.Is(err, errSuperseded) {
@@ -310,26 +310,14 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 // have been seen and reverted), and its last full comparison is recent.
 // The other objects are reported Unchanged without a request. Otherwise
 // the whole plan is returned.
-func (r *SyncReconciler) onlyChanged(s *v1alpha1.Sync, revision string, p plan.Plan) (plan.Plan, apply.ChangeSet) {
-	if r.Watches == nil || r.DryRun || s.DryRun() || !s.SelfHealEnabled() ||
-		!meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) ||
-		meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) {
+func (r *SyncReconciler) onlyChanged(s *v1alpha1.Sync, p plan.Plan) (plan.Plan, apply.ChangeSet) {
+	if !s.SelfHealEnabled() || !r.watchedAndRecent(s) {
 		return p, nil
-	}
-	key := s.Namespace + "/" + s.Name
-	full := r.FullResync
-	if full <= 0 {
-		full = time.Hour
 	}
 	r.mu.Lock()
-	prev, ok := r.applied[key]
-	last, compared := r.lastFull[key]
+	prev, ok := r.applied[s.Namespace+"/"+s.Name]
 	r.mu.Unlock()
-	if !ok || prev.uid != s.UID || !compared || r.now().Sub(last) >= full {
-		return p, nil
-	}
-	inv, err := inventoryOf(&s.Status)
-	if err != nil || !r.Watches.Covers(kindsOf(inv)) {
+	if !ok || prev.uid != s.UID {
 		return p, nil
 	}
 	narrowed := p
@@ -364,25 +352,37 @@ func (r *SyncReconciler) publishApplied(s *v1alpha1.Sync) {
 	r.applied[key] = r.desired[key]
 }
 
-// watchedAndCurrent reports whether the Sync is Ready at revision with its
-// spec unchanged, its objects are watched for drift, and its last full
-// comparison is recent: then the interval has nothing to do.
+// watchedAndCurrent reports whether the Sync is at revision with its spec
+// unchanged and its render cached, and watchedAndRecent holds: then the
+// interval has nothing to do.
 func (r *SyncReconciler) watchedAndCurrent(s *v1alpha1.Sync, revision string) bool {
-	if r.Watches == nil || r.DryRun || s.DryRun() || revision != s.Status.LastAppliedRevision ||
-		meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) ||
-		s.Generation != s.Status.ObservedGeneration || !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) {
+	if revision != s.Status.LastAppliedRevision || s.Generation != s.Status.ObservedGeneration || !r.watchedAndRecent(s) {
 		return false
 	}
-	key := s.Namespace + "/" + s.Name
+	r.mu.Lock()
+	cached, ok := r.desired[s.Namespace+"/"+s.Name]
+	r.mu.Unlock()
+	return ok && cached.uid == s.UID && cached.revision == revision && cached.generation == s.Generation
+}
+
+// watchedAndRecent reports whether a Sync may skip comparing objects that
+// git did not change: it writes (not a dry run), is Ready and not drifted,
+// its last full comparison is within FullResync, and every kind of its
+// inventory is watched, so a change in the cluster would have been seen.
+func (r *SyncReconciler) watchedAndRecent(s *v1alpha1.Sync) bool {
+	if r.Watches == nil || r.DryRun || s.DryRun() ||
+		!meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) ||
+		meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) {
+		return false
+	}
 	full := r.FullResync
 	if full <= 0 {
 		full = time.Hour
 	}
 	r.mu.Lock()
-	cached, rendered := r.desired[key]
-	last, compared := r.lastFull[key]
+	last, compared := r.lastFull[s.Namespace+"/"+s.Name]
 	r.mu.Unlock()
-	if !rendered || cached.uid != s.UID || cached.revision != revision || cached.generation != s.Generation || !compared || r.now().Sub(last) >= full {
+	if !compared || r.now().Sub(last) >= full {
 		return false
 	}
 	inv, err := inventoryOf(&s.Status)

@@ -19,8 +19,6 @@ func creations(t *testing.T, ns string) func() []string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	var order []string
-	done := make(chan struct{})
 	watches := []watch.Interface{}
 	for _, start := range []func() (watch.Interface, error){
 		func() (watch.Interface, error) {
@@ -55,10 +53,6 @@ func creations(t *testing.T, ns string) func() []string {
 			}
 		}()
 	}
-	go func() {
-		<-ctx.Done()
-		close(done)
-	}()
 	return func() []string {
 		deadline := time.After(5 * time.Second)
 		var got []string
@@ -74,6 +68,7 @@ func creations(t *testing.T, ns string) func() []string {
 		}
 		// Sort by resourceVersion, numerically.
 		sortByRV(got)
+		var order []string
 		for _, g := range got {
 			var rv int
 			var name string
