@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/driftless/driftless/internal/cli.version=$(VERSION) \
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 export DRIFTLESS_K8S_BIN := $(CURDIR)/bin/k8s
 
-.PHONY: help build generate controlplane test lint demo bench clean
+.PHONY: help build generate controlplane test lint demo bench check-leftovers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -25,7 +25,7 @@ controlplane: ## build etcd, kube-apiserver, controller-manager, scheduler, kube
 	hack/controlplane/build.sh
 
 test: controlplane ## run every test, unit and against a real control plane
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 lint: ## gofmt, go vet, staticcheck
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -35,8 +35,11 @@ lint: ## gofmt, go vet, staticcheck
 demo: controlplane build ## run the demo on a local control plane
 	hack/demo.sh
 
-bench: controlplane ## measure against the DESIGN.md targets: 1,000 objects, or 100/1,000/5,000 with FULL=1 (docs/performance.md)
+bench: controlplane ## measure against the performance targets in docs/performance.md: 1,000 objects, or 100/1,000/5,000 with FULL=1
 	$(GO) run ./bench $(if $(FULL),-full) $(BENCHFLAGS)
+
+check-leftovers: ## fail if a process started from this checkout (demo, tests, bench, local cluster) is still running
+	hack/check-no-leftovers.sh
 
 clean: ## stop the local cluster and remove build outputs (keeps bin/k8s)
 	-hack/local-cluster.sh down

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -27,12 +28,19 @@ func newKubectl(env *testenv.Env, dir string) *kubectl {
 
 func (k *kubectl) run(ctx context.Context, args ...string) error {
 	args = append([]string{"--kubeconfig", k.kubeconfig, "--cache-dir", k.cacheDir}, args...)
-	out, err := exec.CommandContext(ctx, k.bin, args...).CombinedOutput()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, k.bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := testenv.StartTied(cmd) // a bench that is killed takes its kubectl with it
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if err != nil {
-		if len(out) > 2000 {
-			out = out[len(out)-2000:]
+		tail := out.Bytes()
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
 		}
-		return fmt.Errorf("kubectl %v: %w\n%s", args, err, out)
+		return fmt.Errorf("kubectl %v: %w\n%s", args, err, tail)
 	}
 	return nil
 }

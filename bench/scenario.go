@@ -263,6 +263,11 @@ func (b *bench) driftlessFirstSync(ctx context.Context, prefix string, limits cl
 // deleted Namespace would stay Terminating).
 func (b *bench) forget(ctx context.Context, syncName string, w *workload) error {
 	sync := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: syncNamespace, Name: syncName}}
+	// The agent is stopped: nobody would run the Sync's finalizer.
+	unfinalize := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+	if err := b.admin.Patch(ctx, sync, unfinalize); err != nil {
+		return err
+	}
 	if err := b.admin.Delete(ctx, sync); err != nil {
 		return err
 	}

@@ -1,5 +1,14 @@
 package v1alpha1
 
+import "time"
+
+// Defaults of spec.interval and spec.timeout, for a Sync the API server
+// did not default (the CRD's +kubebuilder:default values are the same).
+const (
+	DefaultInterval = 5 * time.Minute
+	DefaultTimeout  = 5 * time.Minute
+)
+
 // Labels and annotations on managed objects.
 const (
 	// SyncLabel marks an object as managed by a Sync; its value is
@@ -35,3 +44,12 @@ const IgnoreFieldsAnnotation = "driftless.dev/ignore-fields"
 // WaveAnnotation puts an object in a wave: "<int>", default "0". Wave N+1
 // is applied only when wave N is applied and healthy.
 const WaveAnnotation = "driftless.dev/wave"
+
+// Finalizer keeps a deleted Sync until its objects are orphaned or
+// deleted, as spec.deletionPolicy says.
+const Finalizer = "driftless.dev/finalizer"
+
+// ForceDeleteAnnotation set to "enabled" on a Sync being deleted stops
+// the cleanup of its objects at the next attempt: the Sync goes and an
+// event names the objects left behind.
+const ForceDeleteAnnotation = "driftless.dev/force-delete"

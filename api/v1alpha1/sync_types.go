@@ -37,6 +37,22 @@ const (
 	ReasonHealthCheckFailed  = "HealthCheckFailed"
 	ReasonDependencyNotReady = "DependencyNotReady"
 	ReasonDependencyCycle    = "DependencyCycle"
+	// ReasonConflict: an object of the render belongs to another Sync.
+	ReasonConflict = "Conflict"
+)
+
+// Event reasons of a Sync's deletion (see SyncSpec.DeletionPolicy).
+const (
+	// ReasonOrphaned: the Sync is gone and its objects stay, unlabelled.
+	ReasonOrphaned = "Orphaned"
+	// ReasonDeleted: the Sync is gone and so are its objects.
+	ReasonDeleted = "Deleted"
+	// ReasonDeletionFailed: some objects could not be deleted or
+	// unlabelled yet; the Sync waits and retries.
+	ReasonDeletionFailed = "DeletionFailed"
+	// ReasonLeftBehind: the Sync is gone, and the objects the event names
+	// were not cleaned up.
+	ReasonLeftBehind = "LeftBehind"
 )
 
 // SyncMode says whether a Sync writes to the cluster.
@@ -50,6 +66,22 @@ const (
 	// ModeDryRun computes the same plan and drift but writes nothing; it
 	// reports what it would create, change, prune and revert.
 	ModeDryRun SyncMode = "DryRun"
+)
+
+// DeletionPolicy says what happens to a Sync's objects when the Sync is
+// deleted.
+// +kubebuilder:validation:Enum=Orphan;Delete
+type DeletionPolicy string
+
+// Deletion policies.
+const (
+	// DeletionOrphan keeps the objects and removes their driftless.dev/sync
+	// label, so that nothing points at the deleted Sync.
+	DeletionOrphan DeletionPolicy = "Orphan"
+	// DeletionDelete deletes the objects in reverse apply order, like a
+	// prune of the whole inventory. Objects annotated driftless.dev/prune:
+	// disabled are orphaned instead.
+	DeletionDelete DeletionPolicy = "Delete"
 )
 
 // GitSource is a git repository and the ref to follow in it. Exactly one
@@ -172,6 +204,18 @@ type SyncSpec struct {
 	// Without it they go to "default".
 	// +optional
 	TargetNamespace string `json:"targetNamespace,omitempty"`
+	// DeletionPolicy says what happens to the objects of the inventory
+	// when the Sync is deleted: Orphan keeps them and removes their
+	// driftless.dev/sync label; Delete deletes them. A suspended Sync
+	// orphans whatever its policy; a DryRun Sync, or any Sync under the
+	// agent's --dry-run, writes nothing and only reports what it would do.
+	// A cleanup that fails is retried until spec.timeout has passed since
+	// the deletion, or until the Sync is annotated
+	// driftless.dev/force-delete: enabled; then the Sync goes anyway and
+	// an event names every object left behind.
+	// +kubebuilder:default=Orphan
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 
 // InventoryEntry identifies one object a Sync applied.
@@ -209,6 +253,10 @@ type SyncRecord struct {
 	Configured int    `json:"configured"`
 	Unchanged  int    `json:"unchanged"`
 	Pruned     int    `json:"pruned"`
+	// Adopted counts objects that existed without a driftless.dev/sync
+	// label and were taken over by this sync.
+	// +optional
+	Adopted int `json:"adopted,omitempty"`
 	// +optional
 	Message string `json:"message,omitempty"`
 }
@@ -274,6 +322,11 @@ type SyncStatus struct {
 	// LastAppliedRevision is the revision last applied successfully.
 	// +optional
 	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+	// LastAppliedGeneration is the generation of the spec last applied
+	// successfully. ObservedGeneration is also recorded after a failure;
+	// this is not, so a spec change is applied once it can be.
+	// +optional
+	LastAppliedGeneration int64 `json:"lastAppliedGeneration,omitempty"`
 	// LastAttemptedRevision is the revision of the last attempt.
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
@@ -294,6 +347,12 @@ type SyncStatus struct {
 // Sync keeps a set of objects in the cluster equal to paths in a git
 // repository: it applies them with server-side apply, prunes what was
 // removed, and reports every sync in its status and events.
+//
+// Its name is at most 61 characters, so that the driftless.dev/sync label
+// value "<namespace>.<name>" can fit in 63. The CRD cannot see the
+// namespace (CEL rules of a CRD only see metadata.name); the agent refuses
+// a longer "<namespace>.<name>" with reason InvalidSpec before any write.
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 61",message="metadata.name must be at most 61 characters: objects are labelled driftless.dev/sync=<namespace>.<name>, a label value of at most 63 characters"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=driftless

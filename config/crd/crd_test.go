@@ -121,6 +121,27 @@ func TestValidSyncGetsDefaults(t *testing.T) {
 	if got.Spec.Source.Git.Branch != "master" {
 		t.Errorf("spec.source.git.branch = %q, want master", got.Spec.Source.Git.Branch)
 	}
+	if got.Spec.DeletionPolicy != v1alpha1.DeletionOrphan {
+		t.Errorf("spec.deletionPolicy = %q, want the default Orphan", got.Spec.DeletionPolicy)
+	}
+}
+
+func TestSyncNamesTooLongForTheSyncLabelAreRejected(t *testing.T) {
+	c := installSyncCRD(t)
+	ns := env.Namespace(t)
+
+	// Objects are labelled driftless.dev/sync=<namespace>.<name>, at most
+	// 63 characters: with the shortest namespace, a name has 61.
+	err := c.Create(t.Context(), newSync(ns, strings.Repeat("a", 62)))
+	if err == nil {
+		t.Fatal("created a Sync with a 62-character name; its objects' label value could never be written")
+	}
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.name must be at most 61 characters") {
+		t.Errorf("error %q is not Invalid saying the name is at most 61 characters", err)
+	}
+	if err := c.Create(t.Context(), newSync(ns, strings.Repeat("a", 61))); err != nil {
+		t.Errorf("create a Sync with a 61-character name: %v", err)
+	}
 }
 
 func TestInvalidSyncsAreRejected(t *testing.T) {
@@ -164,6 +185,12 @@ func TestInvalidSyncsAreRejected(t *testing.T) {
 			name: "a short commit",
 			git:  map[string]any{"url": url, "commit": "0123abc"},
 			want: "spec.source.git.commit",
+		},
+		{
+			name: "an unknown deletionPolicy",
+			git:  map[string]any{"url": url},
+			spec: map[string]any{"deletionPolicy": "Keep"},
+			want: "spec.deletionPolicy",
 		},
 		{
 			name: "an interval that is not a duration",

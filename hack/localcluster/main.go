@@ -8,8 +8,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/driftless/driftless/internal/testenv"
@@ -43,9 +45,17 @@ func main() {
 			fatal(err)
 		}
 		cp := &testenv.ControlPlane{Dir: dir, BinDir: binDir, Detach: true, Workloads: true}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		// The components outlive this process once up, but not an
+		// interrupted start: a Ctrl-C or SIGTERM cancels it, and Start
+		// stops what it had started.
+		interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		ctx, cancel := context.WithTimeout(interrupted, 3*time.Minute)
 		defer cancel()
 		if err := cp.Start(ctx); err != nil {
+			if interrupted.Err() != nil {
+				err = fmt.Errorf("interrupted: %w", err)
+			}
 			fatal(err)
 		}
 		fmt.Fprintf(os.Stderr, "local cluster up at %s (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with node %s; logs in %s)\n",

@@ -102,6 +102,79 @@ func TestUpThenDownLeavesNothingBehind(t *testing.T) {
 	if out, err := run("status"); err == nil || out != "down" {
 		t.Errorf("status after down = %q, %v; want down with a non-zero exit", out, err)
 	}
+	if out, err := checkNoLeftovers(dir); err != nil {
+		t.Errorf("after down: %v\n%s", err, out)
+	}
+}
+
+// TestInterruptedUpLeavesNothingBehind interrupts `up` (Ctrl-C) while it
+// starts the cluster, and checks that it stops what it had started
+// instead of leaving it running detached.
+func TestInterruptedUpLeavesNothingBehind(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not available")
+	}
+	dir := t.TempDir()
+	script, _ := filepath.Abs("../local-cluster.sh")
+	down := exec.Command(script, "down")
+	down.Env = append(os.Environ(), "DRIFTLESS_LOCAL_DIR="+dir)
+	t.Cleanup(func() { _ = down.Run() })
+
+	up := exec.Command(script, "up")
+	up.Env = down.Env
+	log, err := os.Create(filepath.Join(t.TempDir(), "up.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	up.Stdout, up.Stderr = log, log
+	output := func() string { data, _ := os.ReadFile(log.Name()); return string(data) }
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- up.Wait() }()
+
+	// Once kube-apiserver's pid file exists, etcd runs and the API server
+	// is starting; up has seconds of work left.
+	deadline := time.After(3 * time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "kube-apiserver.pid")); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("up exited (%v) before it could be interrupted:\n%s", err, output())
+		case <-deadline:
+			t.Fatalf("kube-apiserver not started after 3 minutes:\n%s", output())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if found, err := checkNoLeftovers(dir); err == nil || !strings.Contains(found, "/etcd ") {
+		t.Fatalf("while up runs, found %q, want etcd", found)
+	}
+
+	if err := up.Process.Signal(os.Interrupt); err != nil { // up execs bin/localcluster: same pid
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err == nil || !strings.Contains(output(), "interrupted") {
+			t.Errorf("interrupted up exited with %v, want a failure that says it was interrupted; output:\n%s", err, output())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("up still running a minute after SIGINT:\n%s", output())
+	}
+	if found, err := checkNoLeftovers(dir); err != nil {
+		t.Errorf("after the interrupted up: %v\n%s", err, found)
+	}
+}
+
+// checkNoLeftovers runs hack/check-no-leftovers.sh for processes whose
+// command line names dir; it fails, with their list, when there are some.
+func checkNoLeftovers(dir string) (string, error) {
+	out, err := exec.Command("bash", "../check-no-leftovers.sh", dir).CombinedOutput()
+	return string(out), err
 }
 
 // components are the processes `up` starts, each with a pid file.

@@ -1,11 +1,13 @@
 package apply
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/plan"
 )
 
@@ -28,8 +30,11 @@ type Change struct {
 	Origin string
 	Action Action
 	// Reason explains a Skipped object or an unusual action, such as a
-	// re-creation.
+	// re-creation or an adoption.
 	Reason string
+	// Adopted means the object existed with no driftless.dev/sync label
+	// (created by hand, or by Flux v1) and this change made it the Sync's.
+	Adopted bool
 	// Live and Applied are the object in the cluster before the change
 	// (nil when it did not exist) and as it would be after it. Only dry
 	// runs fill them, for diffs; they may hold Secret data, so views must
@@ -49,6 +54,17 @@ func (cs ChangeSet) Count(a Action) int {
 		}
 	}
 	return n
+}
+
+// Adopted returns the changes that adopted an object.
+func (cs ChangeSet) Adopted() ChangeSet {
+	var out ChangeSet
+	for _, c := range cs {
+		if c.Adopted {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Summary reads "2 created, 1 configured, 40 unchanged, 1 pruned", with
@@ -137,4 +153,39 @@ func FailedIDs(err error) []plan.ID {
 	}
 	walk(err)
 	return ids
+}
+
+// ConflictError means that the object in the cluster carries another
+// Sync's driftless.dev/sync label: two Syncs declare the same object.
+type ConflictError struct {
+	// Owner and Claimant are the label values ("<namespace>.<name>") of
+	// the Sync that owns the object and of the one that declares it too.
+	Owner, Claimant string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("conflict: the object belongs to Sync %s (label %s=%s), and Sync %s declares it too; "+
+		"remove it from one of the two Syncs' paths (or delete its %s label to let Sync %s adopt it)",
+		syncName(e.Owner), v1alpha1.SyncLabel, e.Owner, syncName(e.Claimant), v1alpha1.SyncLabel, syncName(e.Claimant))
+}
+
+// syncName turns a label value "<namespace>.<name>" into "namespace/name";
+// namespaces hold no ".", so the first one separates them.
+func syncName(label string) string {
+	if ns, name, ok := strings.Cut(label, "."); ok {
+		return ns + "/" + name
+	}
+	return label
+}
+
+// Conflict reports whether any of the refused objects belongs to another
+// Sync.
+func (e *ValidationError) Conflict() bool {
+	for _, oe := range e.Errs {
+		var ce *ConflictError
+		if errors.As(oe.Err, &ce) {
+			return true
+		}
+	}
+	return false
 }

@@ -25,14 +25,43 @@ type Options struct {
 	// DryRun validates and compares everything but writes nothing: Apply
 	// and Prune return what they would do.
 	DryRun bool
-	// AfterWave, when set, runs after each wave is written, typically to
-	// wait until it is healthy; an error stops Apply.
-	AfterWave func(context.Context, Wave) error
+	// Wait says when Apply waits for a wave to be healthy and how it
+	// reports the wait.
+	Wait WaitOptions
 }
+
+// WaitOptions say when Apply waits for the objects of a wave to be
+// healthy (kstatus Current) before it goes on, and how it reports that.
+// Between waves it always waits.
+type WaitOptions struct {
+	// Last makes Apply wait for the last wave too (spec.wait).
+	Last bool
+	// Timeout bounds each wait; zero waits until the context ends.
+	Timeout time.Duration
+	// Progress, when set, is told when a wave starts waiting and each
+	// time its count of healthy objects changes.
+	Progress func(WaveProgress)
+	// Around, when set, runs each wait: it calls wait, possibly with a
+	// context of its own that ends the wait early, and returns its error.
+	// The agent lets drift checks run meanwhile, and ends a wait when git
+	// moves on.
+	Around func(ctx context.Context, w Wave, wait func(context.Context) error) error
+}
+
+// WaveProgress is how far a wait for one wave has got.
+type WaveProgress struct {
+	Wave Wave
+	// Healthy of the wave's objects are healthy so far.
+	Healthy int
+}
+
+// FieldManager is the server-side apply field manager driftless writes
+// with; a change by any other manager is drift.
+const FieldManager = "driftless"
 
 // DefaultOptions returns the options the agent uses.
 func DefaultOptions(owner string) Options {
-	return Options{FieldManager: "driftless", Owner: owner, Concurrency: 32, WaitTimeout: time.Minute}
+	return Options{FieldManager: FieldManager, Owner: owner, Concurrency: 32, WaitTimeout: time.Minute}
 }
 
 // Manager applies and prunes the objects of one Sync.

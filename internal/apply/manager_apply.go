@@ -28,7 +28,10 @@ type checked struct {
 	// deferred means the step cannot be validated until a Namespace or
 	// CRD of the same plan exists.
 	deferred bool
-	err      error
+	// adopted means the object exists without any Sync's label: applying
+	// it makes it this Sync's.
+	adopted bool
+	err     error
 	// desired is the object to write: the step's object without its
 	// ignored fields. live and applied are the object in the cluster
 	// (nil when absent) and the dry-run result.
@@ -43,10 +46,11 @@ type checked struct {
 // not change). Objects that can only be validated once a Namespace or CRD
 // of the same plan exists are validated after those are applied and before
 // anything else of their wave is; if they fail, Apply returns a
-// *ValidationError listing what was written. After each wave is written,
-// Options.AfterWave (when set) runs — to wait for the wave to be healthy —
-// and an error from it stops the apply. A failure while writing stops at
-// the failing rank and returns the ChangeSet so far with the errors.
+// *ValidationError listing what was written. After each wave but the last
+// (and after the last with Options.Wait.Last) Apply waits until the wave
+// is healthy; an unhealthy wave stops it with an *UnhealthyError. A
+// failure while writing stops at the failing rank. Either way the
+// ChangeSet so far is returned with the error.
 func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 	newNamespaces, newKinds := prerequisites(p.Apply)
 
@@ -94,8 +98,9 @@ func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 		if err != nil {
 			return cs, err
 		}
-		if m.opts.AfterWave != nil {
-			if err := m.opts.AfterWave(ctx, Wave{Number: wave[0].Wave, Index: wi, Count: len(waves), Steps: wave, Changes: cs[waveStart:], SoFar: cs}); err != nil {
+		w := Wave{Number: wave[0].Wave, Index: wi, Count: len(waves), Steps: wave, Changes: cs[waveStart:], SoFar: cs}
+		if !w.Last() || m.opts.Wait.Last {
+			if err := m.waitWave(ctx, w); err != nil {
 				return cs, err
 			}
 		}
@@ -103,7 +108,7 @@ func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 	return cs, nil
 }
 
-// Wave is a wave just written, given to Options.AfterWave.
+// Wave is a wave just written, as Apply waits for it.
 type Wave struct {
 	// Number is the wave's driftless.dev/wave value; Index and Count its
 	// place among the plan's waves.
@@ -211,7 +216,10 @@ func validationErrors(results []checked, written ChangeSet) error {
 // isTransient reports whether err says the API server could not decide,
 // rather than that the object is wrong.
 func isTransient(err error) bool {
+	var conflict *ConflictError
 	switch {
+	case errors.As(err, &conflict):
+		return false
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
 		apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), apierrors.IsTooManyRequests(err),
 		apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
@@ -274,7 +282,7 @@ func canDefer(err error, s plan.Step, newNamespaces, newKinds map[string]bool) b
 func (m *Manager) report(results []checked) ChangeSet {
 	cs := make(ChangeSet, 0, len(results))
 	for _, r := range results {
-		c := Change{ID: r.step.ID, Origin: r.step.Object.Origin.String(), Action: r.action, Reason: r.reason, Live: r.live, Applied: r.applied}
+		c := Change{ID: r.step.ID, Origin: r.step.Object.Origin.String(), Action: r.action, Reason: r.reason, Adopted: r.adopted, Live: r.live, Applied: r.applied}
 		if r.deferred {
 			c.Action, c.Applied = Created, r.desired
 			c.Reason = "validated once the Namespace or CRD it needs exists"
@@ -319,6 +327,22 @@ func (m *Manager) check(ctx context.Context, s plan.Step, desired, live *unstruc
 	if live != nil && live.GetDeletionTimestamp() != nil {
 		return checked{step: s, err: errors.New("the object is being deleted; it will be re-created once it is gone")}
 	}
+	owner, labelled := "", false
+	if live != nil {
+		owner, labelled = live.GetLabels()[v1alpha1.SyncLabel]
+		if labelled && owner != m.opts.Owner {
+			return checked{step: s, live: live, err: &ConflictError{Owner: owner, Claimant: m.opts.Owner}}
+		}
+	}
+	r := m.checkApply(ctx, s, desired, live)
+	r.adopted = r.err == nil && live != nil && !labelled
+	if r.adopted {
+		r.reason = "adopted: it had no " + v1alpha1.SyncLabel + " label"
+	}
+	return r
+}
+
+func (m *Manager) checkApply(ctx context.Context, s plan.Step, desired, live *unstructured.Unstructured) checked {
 	dry := desired.DeepCopy()
 	err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
 		client.FieldOwner(m.opts.FieldManager), client.ForceOwnership, client.DryRunAll)
@@ -383,7 +407,7 @@ func (m *Manager) write(ctx context.Context, results []checked) (ChangeSet, erro
 				failed = append(failed, &ObjectError{ID: r.step.ID, Origin: origin, Err: fmt.Errorf("apply failed: %w", errs[i])})
 				continue
 			}
-			cs = append(cs, Change{ID: r.step.ID, Origin: origin, Action: r.action, Reason: r.reason})
+			cs = append(cs, Change{ID: r.step.ID, Origin: origin, Action: r.action, Reason: r.reason, Adopted: r.adopted})
 		}
 		if len(failed) > 0 {
 			return cs, errors.Join(failed...)

@@ -17,7 +17,7 @@ func (m *Manager) ApplyOne(ctx context.Context, s plan.Step) (Change, error) {
 	if r.err != nil {
 		return Change{}, &ObjectError{ID: s.ID, Origin: origin, Err: r.err}
 	}
-	c := Change{ID: s.ID, Origin: origin, Action: r.action, Reason: r.reason, Live: r.live, Applied: r.applied}
+	c := Change{ID: s.ID, Origin: origin, Action: r.action, Reason: r.reason, Adopted: r.adopted, Live: r.live, Applied: r.applied}
 	if m.opts.DryRun || r.action == Unchanged || r.action == Skipped {
 		return c, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,12 +57,12 @@ func (e *UnhealthyError) Unwrap() error { return e.Cause }
 // ErrHealthTimeout is the Cause of an UnhealthyError when time ran out.
 var ErrHealthTimeout = errors.New("health check timed out")
 
-// WaitHealthy polls the objects of steps until every one is Current by
+// waitHealthy polls the objects of steps until every one is Current by
 // kstatus's rules (a Deployment is rolled out and available, a Job has
 // succeeded, objects without status are Current once they exist), one of
 // them Failed, timeout passed, or ctx ended. progress, when set, is told
 // how many are healthy after each poll.
-func (m *Manager) WaitHealthy(ctx context.Context, steps []plan.Step, timeout time.Duration, progress func(healthy, total int)) error {
+func (m *Manager) waitHealthy(ctx context.Context, steps []plan.Step, timeout time.Duration, progress func(healthy, total int)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pending := append([]plan.Step(nil), steps...)
@@ -104,18 +103,36 @@ func (m *Manager) WaitHealthy(ctx context.Context, steps []plan.Step, timeout ti
 }
 
 func (m *Manager) health(ctx context.Context, steps []plan.Step) []Health {
-	out := make([]Health, len(steps))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, m.opts.Concurrency)
-	for i, s := range steps {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out[i] = m.healthOf(ctx, s)
+	return byRank(ctx, m, steps, func(plan.Step) plan.Rank { return 0 }, m.healthOf)
+}
+
+// waitWave waits until the objects of w are healthy, through
+// Options.Wait.Around when set, reporting progress.
+func (m *Manager) waitWave(ctx context.Context, w Wave) error {
+	o := m.opts.Wait
+	wait := func(ctx context.Context) error {
+		timeout := o.Timeout
+		if timeout <= 0 {
+			timeout = time.Hour
+			if deadline, ok := ctx.Deadline(); ok {
+				timeout = time.Until(deadline)
+			}
+		}
+		last := -1
+		return m.waitHealthy(ctx, w.Steps, timeout, func(healthy, _ int) {
+			if o.Progress != nil && healthy != last {
+				last = healthy
+				o.Progress(WaveProgress{Wave: w, Healthy: healthy})
+			}
 		})
 	}
-	wg.Wait()
-	return out
+	if o.Progress != nil {
+		o.Progress(WaveProgress{Wave: w})
+	}
+	if o.Around != nil {
+		return o.Around(ctx, w, wait)
+	}
+	return wait(ctx)
 }
 
 func (m *Manager) healthOf(ctx context.Context, s plan.Step) Health {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +30,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
 	"github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/render"
 )
 
 // agentOptions are the flags of `driftless agent`.
@@ -56,6 +56,7 @@ type agentOptions struct {
 	qps           float32
 	burst         int
 	leaderElectOn bool // whether --leader-elect was given
+	budgets       render.Budgets
 }
 
 const rootSyncName = "default"
@@ -90,6 +91,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 			return runAgent(ctx, o)
 		},
 	}
+	defaults := controller.DefaultOptions()
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; default: in-cluster config, then $KUBECONFIG, then ~/.kube/config")
 	f.StringVar(&o.namespace, "namespace", "", "the agent's namespace, for the root Sync and leader election (default: the pod's namespace, else driftless-system; created if missing)")
@@ -104,12 +106,16 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	f.StringVar(&o.cacheDir, "cache-dir", filepath.Join(os.TempDir(), "driftless"), "directory for git checkouts, one per Sync")
-	f.IntVar(&o.concurrent, "concurrent", 4, "Syncs reconciled at the same time (and drifted objects checked at the same time)")
+	f.StringVar(&o.cacheDir, "cache-dir", defaults.CacheDir, "directory for git checkouts, one per Sync")
+	f.IntVar(&o.concurrent, "concurrent", defaults.Concurrency, "Syncs reconciled at the same time (and drifted objects checked at the same time)")
 	f.Float32Var(&o.qps, "kube-api-qps", controller.DefaultKubeAPIQPS, "requests per second the agent may send to the API server (client side; the server's priority and fairness still applies)")
 	f.IntVar(&o.burst, "kube-api-burst", controller.DefaultKubeAPIBurst, "burst of requests above --kube-api-qps")
 	f.BoolVar(&o.dryRun, "dry-run", false, "write nothing: report what every Sync would create, change, prune and revert (events, status, condition Drifted)")
-	f.DurationVar(&o.fullResync, "full-resync-interval", time.Hour, "how often a Sync compares every object even when git did not change and the drift watches saw nothing")
+	f.DurationVar(&o.fullResync, "full-resync-interval", defaults.FullResync, "how often a Sync compares every object even when git did not change and the drift watches saw nothing")
+	f.IntVar(&o.budgets.MaxFiles, "render-max-files", defaults.RenderBudgets.MaxFiles, "most manifest files one Sync's render may read; a larger render is refused (BuildFailed) and nothing is applied")
+	f.IntVar(&o.budgets.MaxDocuments, "render-max-documents", defaults.RenderBudgets.MaxDocuments, "most YAML documents (empty ones included) one render may hold")
+	f.IntVar(&o.budgets.MaxObjects, "render-max-objects", defaults.RenderBudgets.MaxObjects, "most objects (after Lists are expanded) one render may produce")
+	f.Int64Var(&o.budgets.MaxBytes, "render-max-bytes", defaults.RenderBudgets.MaxBytes, "most bytes one render may read from files, and may decode to with YAML aliases expanded")
 	return cmd
 }
 
@@ -184,10 +190,11 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return fmt.Errorf("create controller manager: %w", err)
 	}
 	if _, err := controller.Setup(mgr, controller.Options{
-		CacheDir:    o.cacheDir,
-		DryRun:      o.dryRun,
-		Concurrency: o.concurrent,
-		FullResync:  o.fullResync,
+		CacheDir:      o.cacheDir,
+		DryRun:        o.dryRun,
+		Concurrency:   o.concurrent,
+		FullResync:    o.fullResync,
+		RenderBudgets: o.budgets,
 	}); err != nil {
 		return err
 	}

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/controller"
-	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/engine"
+	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
 )
@@ -52,38 +52,28 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if s.Spec.Suspend {
 		fmt.Fprintf(warn, "Warning: Sync %s is suspended: the agent changes nothing until spec.suspend is false\n", key)
 	}
-	scope := controller.MapperScope{Mapper: mapper}
+	ropts := engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}}
 	var objects []render.Object
 	var to string
 	if len(o.paths) > 0 {
-		objects, to, err = renderLocalDir(&s, o.paths[0], scope)
+		objects, to, err = renderLocalDir(&s, o.paths[0], ropts)
 	} else {
-		objects, to, err = renderSyncRevision(ctx, c, &s, o.revision, scope)
+		objects, to, err = renderSyncRevision(ctx, c, &s, o.revision, ropts)
 	}
 	if err != nil {
 		return nil, err
 	}
 
-	p := plan.New(objects, inventoryEntries(&s, warn))
-	if !s.PruneEnabled() {
-		p.Prune = nil
-	}
-	if err := p.CheckEmpty(s.Spec.AllowEmpty); err != nil {
-		return nil, fmt.Errorf("the agent would refuse to sync %s: %w", key, err)
-	}
-	opts := apply.DefaultOptions(s.LabelValue())
-	opts.DryRun = true
-	m := apply.NewManager(c, opts)
-	applied, err := m.Apply(ctx, p)
+	previous, err := inventory.FromStatus(&s.Status)
 	if err != nil {
-		return nil, fmt.Errorf("the agent would not apply %s: %w", to, err)
+		fmt.Fprintf(warn, "Warning: Sync %s: %v; they are left out of the diff\n", key, err)
 	}
-	pruned, err := m.Prune(ctx, p.Prune)
-	if err != nil {
-		return nil, err
+	res := engine.Run(ctx, c, engine.Input{Sync: &s, Objects: objects, Inventory: previous, DryRun: true})
+	if res.Err != nil {
+		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, res.Err)
 	}
 	r := newDiffReport("live", to)
-	if err := r.addChangeSet(append(applied, pruned...)); err != nil {
+	if err := r.addChangeSet(res.Changes); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -128,8 +118,8 @@ func diffClient(kubeconfig string) (client.Client, meta.RESTMapper, error) {
 // renderSyncRevision renders, as the agent does, the revision the Sync
 // follows, or revision when given (a full SHA, or a branch or tag of the
 // Sync's repository). It returns the objects and the short revision.
-func renderSyncRevision(ctx context.Context, c client.Reader, s *v1alpha1.Sync, revision string, scope render.ScopeResolver) ([]render.Object, string, error) {
-	req, err := controller.SourceRequest(ctx, c, s)
+func renderSyncRevision(ctx context.Context, c client.Reader, s *v1alpha1.Sync, revision string, opts engine.RenderOptions) ([]render.Object, string, error) {
+	req, err := engine.SourceRequest(ctx, c, s)
 	if err != nil {
 		return nil, "", err
 	}
@@ -147,7 +137,7 @@ func renderSyncRevision(ctx context.Context, c client.Reader, s *v1alpha1.Sync, 
 		return nil, "", err
 	}
 	defer os.RemoveAll(tmp)
-	objects, _, err := controller.Render(ctx, s, req, rev, filepath.Join(tmp, "checkout"), scope)
+	objects, _, err := engine.Render(ctx, s, req, rev, filepath.Join(tmp, "checkout"), opts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -157,17 +147,11 @@ func renderSyncRevision(ctx context.Context, c client.Reader, s *v1alpha1.Sync, 
 // renderLocalDir renders the Sync's paths in dir, a local checkout of its
 // repository, as the agent would render them in git: the origins of the
 // objects match those of a commit of the same files.
-func renderLocalDir(s *v1alpha1.Sync, dir string, scope render.ScopeResolver) ([]render.Object, string, error) {
+func renderLocalDir(s *v1alpha1.Sync, dir string, opts engine.RenderOptions) ([]render.Object, string, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, "", fmt.Errorf("--path %q is not a directory: pass a local checkout of the Sync's repository", dir)
 	}
-	objects, err := render.Render(render.Options{
-		Root:            dir,
-		Paths:           s.Spec.Paths,
-		SyncLabel:       s.LabelValue(),
-		TargetNamespace: s.Spec.TargetNamespace,
-		Scope:           scope,
-	})
+	objects, err := engine.RenderDir(s, dir, opts)
 	if err != nil {
 		where := "all of it"
 		if len(s.Spec.Paths) > 0 {
@@ -176,19 +160,4 @@ func renderLocalDir(s *v1alpha1.Sync, dir string, scope render.ScopeResolver) ([
 		return nil, "", fmt.Errorf("--path %s, rendering %s: %w", dir, where, err)
 	}
 	return objects, dir, nil
-}
-
-// inventoryEntries returns the Sync's inventory; entries it cannot read are
-// reported to warn and left out, so they are never pruned.
-func inventoryEntries(s *v1alpha1.Sync, warn io.Writer) []plan.Entry {
-	entries := make([]plan.Entry, 0, len(s.Status.Inventory))
-	for _, e := range s.Status.Inventory {
-		id, err := plan.ParseInventoryKey(e.ID)
-		if err != nil {
-			fmt.Fprintf(warn, "Warning: Sync %s/%s: %v; it is left out of the diff\n", s.Namespace, s.Name, err)
-			continue
-		}
-		entries = append(entries, plan.Entry{ID: id, Version: e.Version})
-	}
-	return entries
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
 	"github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/testenv"
 )
@@ -556,30 +557,9 @@ func (diffNoEvents) Eventf(runtime.Object, runtime.Object, string, string, strin
 // unless it succeeds.
 func diffSyncOnce(t *testing.T, cl client.Client, key client.ObjectKey) {
 	t.Helper()
-	r := &controller.SyncReconciler{
-		Client:   cl,
-		Reader:   cl,
-		Applier:  cl,
-		Scope:    controller.MapperScope{Mapper: cl.RESTMapper()},
-		Recorder: diffNoEvents{},
-		CacheDir: t.TempDir(),
+	if c := diffReconcile(t, cl, key); c.Status != metav1.ConditionTrue {
+		t.Fatalf("sync of %s failed: %s: %s", key, c.Reason, c.Message)
 	}
-	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
-		t.Fatalf("reconcile %s: %v", key, err)
-	}
-	var s v1alpha1.Sync
-	if err := cl.Get(context.Background(), key, &s); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range s.Status.Conditions {
-		if c.Type == v1alpha1.ConditionReady {
-			if c.Status != metav1.ConditionTrue {
-				t.Fatalf("sync of %s failed: %s: %s", key, c.Reason, c.Message)
-			}
-			return
-		}
-	}
-	t.Fatalf("Sync %s has no Ready condition after a sync", key)
 }
 
 func diffCreateSync(t *testing.T, cl client.Client, ns, url string) client.ObjectKey {
@@ -780,4 +760,104 @@ current-context: gone
 	if !strings.Contains(r.errOut, "127.0.0.1:1") {
 		t.Errorf("error does not name the server:\n%s", r.errOut)
 	}
+}
+
+// TestDiffAndTheAgentMakeTheSamePlan feeds `driftless diff --sync` and the
+// agent the same repository and compares what each would do, object by
+// object, and how each refuses a commit with a bad wave annotation.
+func TestDiffAndTheAgentMakeTheSamePlan(t *testing.T) {
+	cl := diffClusterClient(t)
+	ns := env.Namespace(t)
+	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
+	waved := func(name, value, wave string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  annotations:\n    driftless.dev/wave: %q\ndata:\n  key: %q\n", name, wave, value)
+	}
+	repo.Commit(t, "initial", map[string]string{
+		"workloads/a.yaml":    diffConfigMap("", "a", "v1"),
+		"workloads/b.yaml":    waved("b", "v1", "1"),
+		"workloads/gone.yaml": waved("gone", "v1", "2"),
+	})
+	key := diffCreateSync(t, cl, ns, repo.FileURL())
+	diffSyncOnce(t, cl, key)
+
+	repo.Commit(t, "change, add, remove", map[string]string{
+		"workloads/a.yaml":    diffConfigMap("", "a", "v2"),
+		"workloads/c.yaml":    waved("c", "v1", "3"),
+		"workloads/gone.yaml": "",
+	})
+	kubeconfig := env.ControlPlane.KubeconfigPath()
+	d := runDiffCommand(t, "--sync", key.String(), "--kubeconfig", kubeconfig, "--output", "json").expect(t, 1).json(t)
+	verbs := map[string]string{"create": "create", "update": "update", "delete": "prune"}
+	var fromDiff []string
+	for _, c := range d.Changes {
+		fromDiff = append(fromDiff, verbs[c.Action]+" "+c.ID)
+	}
+
+	// The agent, in DryRun mode, says what it would do in its Ready message.
+	var s v1alpha1.Sync
+	if err := cl.Get(context.Background(), key, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.Mode = v1alpha1.ModeDryRun
+	if err := cl.Update(context.Background(), &s); err != nil {
+		t.Fatal(err)
+	}
+	msg := diffReconcileMessage(t, cl, key)
+	_, would, ok := strings.Cut(msg, ": would ")
+	if !ok {
+		t.Fatalf("the agent's dry run says %q, want what it would do", msg)
+	}
+	fromAgent := strings.Split(would, ", ")
+	slices.Sort(fromDiff)
+	slices.Sort(fromAgent)
+	if d := cmp.Diff(fromAgent, fromDiff); d != "" {
+		t.Errorf("diff and agent disagree (-agent +diff):\n%s", d)
+	}
+	if want := []string{"create ConfigMap/" + ns + "/c", "prune ConfigMap/" + ns + "/gone", "update ConfigMap/" + ns + "/a"}; !slices.Equal(fromDiff, want) {
+		t.Errorf("diff = %q, want %q", fromDiff, want)
+	}
+
+	// A bad wave: both refuse it the same way, naming the file.
+	repo.Commit(t, "bad wave", map[string]string{"workloads/c.yaml": waved("c", "v1", "first")})
+	r := runDiffCommand(t, "--sync", key.String(), "--kubeconfig", kubeconfig).expect(t, 2)
+	agent := diffReconcileMessage(t, cl, key)
+	for _, want := range []string{`"first" is not an integer`, "workloads/c.yaml"} {
+		if !strings.Contains(r.errOut, want) || !strings.Contains(agent, want) {
+			t.Errorf("diff error and agent message must both say %q:\ndiff:  %s\nagent: %s", want, r.errOut, agent)
+		}
+	}
+}
+
+// diffReconcileMessage runs one sync of key as the agent would and returns
+// its Ready message.
+func diffReconcileMessage(t *testing.T, cl client.Client, key client.ObjectKey) string {
+	t.Helper()
+	return diffReconcile(t, cl, key).Message
+}
+
+// diffReconcile runs one sync of key as the agent would and returns its
+// Ready condition.
+func diffReconcile(t *testing.T, cl client.Client, key client.ObjectKey) metav1.Condition {
+	t.Helper()
+	r := &controller.SyncReconciler{
+		Client: cl, Reader: cl, Applier: cl,
+		RenderOptions: engine.RenderOptions{Scope: controller.MapperScope{Mapper: cl.RESTMapper()}},
+		Store:         controller.NewStore(),
+		Recorder:      diffNoEvents{},
+		CacheDir:      t.TempDir(),
+	}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatalf("reconcile %s: %v", key, err)
+	}
+	var s v1alpha1.Sync
+	if err := cl.Get(context.Background(), key, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReady {
+			return c
+		}
+	}
+	t.Fatalf("Sync %s has no Ready condition after a sync", key)
+	return metav1.Condition{}
 }

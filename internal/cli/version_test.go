@@ -3,19 +3,26 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// The Kubernetes version comes from the module build info, which only a
-// real binary carries, so this test builds one.
-func TestVersionNamesTheKubernetesAPIItWasBuiltAgainst(t *testing.T) {
+// `make build` stamps the version and commit into the binary with the
+// Makefile's LDFLAGS. This test builds a binary with those very flags (read
+// from the Makefile, with known values for $(VERSION) and $(COMMIT)) and
+// checks that `driftless version` reports them, so that a renamed variable
+// or package, which -X ignores silently, fails here. The Kubernetes version
+// comes from the module build info, which only a real binary carries.
+func TestVersionReportsWhatTheMakefileStampsAndTheKubernetesAPI(t *testing.T) {
+	const wantVersion, wantCommit = "v0.0.0-test.1", "0123abc"
+	ldflags := makefileLDFlags(t, map[string]string{"$(VERSION)": wantVersion, "$(COMMIT)": wantCommit})
 	bin := filepath.Join(t.TempDir(), "driftless")
-	build := exec.Command("go", "build", "-o", bin, "github.com/driftless/driftless/cmd/driftless")
+	build := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, "github.com/driftless/driftless/cmd/driftless")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatalf("go build -ldflags %q: %v\n%s", ldflags, err, out)
 	}
 	out, err := exec.Command(bin, "version", "--output", "json").Output()
 	if err != nil {
@@ -28,9 +35,46 @@ func TestVersionNamesTheKubernetesAPIItWasBuiltAgainst(t *testing.T) {
 	if !strings.HasPrefix(bi.Kubernetes, "v1.37.") {
 		t.Errorf("kubernetes = %q, want v1.37.x (from k8s.io/client-go v0.37.x)", bi.Kubernetes)
 	}
-	if bi.Version == "" || bi.Commit == "" {
-		t.Errorf("version %q / commit %q must not be empty", bi.Version, bi.Commit)
+	if bi.Version != wantVersion || bi.Commit != wantCommit {
+		t.Errorf("version %q, commit %q; want %q and %q, as stamped by the Makefile's LDFLAGS (%s)",
+			bi.Version, bi.Commit, wantVersion, wantCommit, ldflags)
 	}
+}
+
+// makefileLDFlags returns the value of LDFLAGS in the repository's
+// Makefile, with each make variable replaced as vars says.
+func makefileLDFlags(t *testing.T, vars map[string]string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var value []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "LDFLAGS :="); ok {
+			in, line = true, rest
+		}
+		if !in {
+			continue
+		}
+		more := strings.HasSuffix(line, "\\")
+		value = append(value, strings.TrimSpace(strings.TrimSuffix(line, "\\")))
+		if !more {
+			break
+		}
+	}
+	if len(value) == 0 {
+		t.Fatal("the Makefile has no `LDFLAGS :=` line; this test reads the flags `make build` links with")
+	}
+	ldflags := strings.Join(value, " ")
+	for k, v := range vars {
+		if !strings.Contains(ldflags, k) {
+			t.Fatalf("the Makefile's LDFLAGS do not use %s: %s", k, ldflags)
+		}
+		ldflags = strings.ReplaceAll(ldflags, k, v)
+	}
+	return ldflags
 }
 
 func TestKubernetesVersionFromClientGo(t *testing.T) {

@@ -18,8 +18,11 @@ import (
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/plan"
-	"github.com/driftless/driftless/internal/render"
 )
+
+// syncBusyRetry is how soon a drift check that found a sync of its Sync
+// writing looks again.
+const syncBusyRetry = 250 * time.Millisecond
 
 // maxDriftFields bounds the fields an incident records, so that a Sync's
 // status stays small whatever was edited.
@@ -31,8 +34,11 @@ type DriftReconciler struct {
 	Client   client.Client
 	Applier  client.Client
 	Recorder EventRecorder
-	// Syncs holds the desired objects of the last render of each Sync.
-	Syncs *SyncReconciler
+	// Reader reads Syncs from the API server for status updates.
+	Reader client.Reader
+	// Store holds what each Sync last applied; the Sync reconciler
+	// writes it.
+	Store *Store
 	// DryRun makes every Sync report drift without reverting it
 	// (driftless agent --dry-run).
 	DryRun  bool
@@ -56,12 +62,27 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	if err := r.Client.Get(ctx, req.Sync, &s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if s.Spec.Suspend {
+	if s.Spec.Suspend || !s.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	obj, ok := r.Syncs.desiredObject(req.Sync.String(), req.ID())
+	check, ok := r.Store.BeginCheck(req.Sync.String())
 	if !ok {
-		// Not desired (any more): the next sync prunes or ignores it.
+		// A sync of this Sync is writing: it may change or prune this
+		// very object. Look again once it is done, against what it wrote.
+		return ctrl.Result{RequeueAfter: syncBusyRetry}, nil
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			check.Release()
+		}
+	}
+	defer release()
+	obj, ok := check.Desired(s.UID, req.ID())
+	if !ok {
+		// Not desired (any more), or pruned by the agent itself: the next
+		// sync prunes or ignores it.
 		return ctrl.Result{}, nil
 	}
 	step := plan.Step{ID: req.ID(), Rank: plan.RankOf(req.ID()), Object: obj}
@@ -75,6 +96,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	opts := apply.DefaultOptions(s.LabelValue())
 	opts.DryRun = report || !decision.Revert
 	change, err := apply.NewManager(r.Applier, opts).ApplyOne(ctx, step)
+	release()
 	if err != nil {
 		logger.Error(err, "drift check failed")
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Revert", "%s", truncate(err.Error()))
@@ -128,7 +150,8 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 }
 
 // incidentOf words a drift for people: what was put back (or would be),
-// who had changed it, and where to change it properly.
+// who had changed it, and where to change it properly. Every value is
+// bounded (drift.BoundValue), in the fields and in the message.
 func incidentOf(now time.Time, step plan.Step, originPath string, action v1alpha1.DriftAction, change apply.Change,
 	fields []drift.FieldChange, pauseReason string) v1alpha1.DriftIncident {
 	verb := map[v1alpha1.DriftAction]string{
@@ -136,6 +159,11 @@ func incidentOf(now time.Time, step plan.Step, originPath string, action v1alpha
 		v1alpha1.DriftReported: "drift (not reverted: dry run or selfHeal off)",
 		v1alpha1.DriftPaused:   "drift (not reverted)",
 	}[action]
+	bounded := make([]drift.FieldChange, len(fields))
+	for i, f := range fields {
+		bounded[i] = f.Bound()
+	}
+	fields = bounded
 	var parts []string
 	if change.Action == apply.Created {
 		parts = append(parts, "the object was deleted; "+map[bool]string{true: "re-created it", false: "it would be re-created"}[action == v1alpha1.DriftReverted])
@@ -168,15 +196,16 @@ func incidentOf(now time.Time, step plan.Step, originPath string, action v1alpha
 		}
 		inc.Fields = append(inc.Fields, df)
 	}
-	return inc
+	return drift.BoundIncident(inc)
 }
 
 // recordIncident adds the incident to the Sync's status.drift and sets
-// the Drifted condition when the drift stays.
+// the Drifted condition when the drift stays, dropping the oldest
+// incidents and sync records beyond drift.StatusBudget.
 func (r *DriftReconciler) recordIncident(ctx context.Context, req drift.Request, inc v1alpha1.DriftIncident) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var s v1alpha1.Sync
-		if err := r.Syncs.Reader.Get(ctx, req.Sync, &s); err != nil {
+		if err := r.Reader.Get(ctx, req.Sync, &s); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -197,22 +226,9 @@ func (r *DriftReconciler) recordIncident(ctx context.Context, req drift.Request,
 				Reason: v1alpha1.ReasonInSync, Message: inc.Object + " is back to git",
 			})
 		}
+		// Older incidents and records go first, so that this write and
+		// later ones stay within etcd's request limit.
+		drift.FitStatus(&s.Status, drift.StatusBudget)
 		return r.Client.Status().Patch(ctx, &s, patch)
 	})
-}
-
-// desiredObject returns the desired object id of the Sync key
-// (namespace/name) from its last fully applied render.
-func (r *SyncReconciler) desiredObject(key string, id plan.ID) (render.Object, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cached, ok := r.applied[key]
-	if !ok {
-		return render.Object{}, false
-	}
-	i, ok := cached.index[id]
-	if !ok {
-		return render.Object{}, false
-	}
-	return cached.objects[i], true
 }

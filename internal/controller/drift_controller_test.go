@@ -23,6 +23,12 @@ import (
 // handled in the order they happen.
 func startAgent(t *testing.T, dryRun bool) {
 	t.Helper()
+	startAgentWith(t, func(o *Options) { o.DryRun = dryRun })
+}
+
+// startAgentWith is startAgent with options changed by mutate.
+func startAgentWith(t *testing.T, mutate func(*Options)) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     scheme,
 		Cache:      CacheOptions(),
@@ -33,7 +39,8 @@ func startAgent(t *testing.T, dryRun bool) {
 		t.Fatal(err)
 	}
 	opts := DefaultOptions()
-	opts.CacheDir, opts.Concurrency, opts.DryRun = t.TempDir(), 1, dryRun
+	opts.CacheDir, opts.Concurrency = t.TempDir(), 1
+	mutate(&opts)
 	if _, err := Setup(mgr, opts); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
+	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -110,12 +111,13 @@ func newHarness(t *testing.T) *harness {
 		repo: srv.NewRepo(t, "fleet"),
 	}
 	h.r = &SyncReconciler{
-		Client:   c,
-		Reader:   c,
-		Applier:  c,
-		Scope:    MapperScope{Mapper: c.RESTMapper()},
-		Recorder: recorder,
-		CacheDir: t.TempDir(),
+		Client:        c,
+		Reader:        c,
+		Applier:       c,
+		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: c.RESTMapper()}},
+		Store:         NewStore(),
+		Recorder:      recorder,
+		CacheDir:      t.TempDir(),
 	}
 	return h
 }

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/drift"
+	"github.com/driftless/driftless/internal/engine"
+	"github.com/driftless/driftless/internal/render"
 )
 
 // Client-side limits of the agent's API client. Server-side, API Priority
@@ -33,11 +37,14 @@ type Options struct {
 	// FullResync is how often a Sync compares every object even when git
 	// did not change and the watches saw nothing.
 	FullResync time.Duration
+	// RenderBudgets bound each render (files, documents, objects, bytes).
+	RenderBudgets render.Budgets
 }
 
 // DefaultOptions returns the agent's defaults.
 func DefaultOptions() Options {
-	return Options{CacheDir: "/tmp/driftless", Concurrency: 4, FullResync: time.Hour}
+	return Options{CacheDir: filepath.Join(os.TempDir(), "driftless"), Concurrency: 4, FullResync: time.Hour,
+		RenderBudgets: render.DefaultBudgets()}
 }
 
 // CacheOptions is the manager cache the controllers need: Syncs, and the
@@ -61,29 +68,34 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		return nil, err
 	}
 	recorder := mgr.GetEventRecorder("driftless")
+	store := NewStore()
 	syncs := &SyncReconciler{
-		Client:     mgr.GetClient(),
-		Reader:     mgr.GetAPIReader(),
-		Applier:    applier,
-		Scope:      MapperScope{Mapper: mgr.GetRESTMapper()},
-		Recorder:   recorder,
-		CacheDir:   opts.CacheDir,
-		DryRun:     opts.DryRun,
-		FullResync: opts.FullResync,
+		Client:        mgr.GetClient(),
+		Reader:        mgr.GetAPIReader(),
+		Applier:       applier,
+		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets},
+		Store:         store,
+		Recorder:      recorder,
+		CacheDir:      opts.CacheDir,
+		DryRun:        opts.DryRun,
+		FullResync:    opts.FullResync,
 	}
 	policy := drift.DefaultPolicy()
 	drifts := &DriftReconciler{
 		Client:   mgr.GetClient(),
 		Applier:  applier,
 		Recorder: recorder,
-		Syncs:    syncs,
+		Reader:   mgr.GetAPIReader(),
+		Store:    store,
 		DryRun:   opts.DryRun,
 		Policy:   policy,
 		History:  drift.NewHistory(policy.Window + policy.MaxBackoff),
 	}
-	if err := SetupDriftWithManager(mgr, drifts, opts.Concurrency); err != nil {
+	watches, err := SetupDriftWithManager(mgr, drifts, opts.Concurrency)
+	if err != nil {
 		return nil, err
 	}
+	syncs.Watches = watches
 	if err := syncs.SetupWithManager(mgr, opts.Concurrency); err != nil {
 		return nil, err
 	}

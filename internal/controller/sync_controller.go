@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +19,8 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/engine"
+	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
@@ -42,8 +41,8 @@ type SyncReconciler struct {
 	Reader client.Reader
 	// Applier writes managed objects; it must not cache them.
 	Applier client.Client
-	// Scope tells render which kinds are namespaced.
-	Scope render.ScopeResolver
+	// RenderOptions are the agent's render settings (scope, budgets).
+	RenderOptions engine.RenderOptions
 	// Recorder emits events on Syncs.
 	Recorder EventRecorder
 	// CacheDir holds one checkout per Sync.
@@ -59,16 +58,11 @@ type SyncReconciler struct {
 		Covers(gvks []schema.GroupVersionKind) bool
 	}
 	FullResync time.Duration
+	// Store holds each Sync's render cache and what it applied; the drift
+	// reconciler reads the same Store.
+	Store *Store
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-
-	mu sync.Mutex
-	// desired caches each Sync's last render, by namespace/name.
-	desired map[string]rendered
-	// lastFull is when each Sync last compared every object.
-	lastFull map[string]time.Time
-	// applied holds each Sync's last render that was fully applied.
-	applied map[string]rendered
 }
 
 func (r *SyncReconciler) now() time.Time {
@@ -78,41 +72,36 @@ func (r *SyncReconciler) now() time.Time {
 	return time.Now()
 }
 
-// rendered is a cached render, valid while the revision and the Sync's
-// generation are unchanged.
-type rendered struct {
-	uid        types.UID
-	revision   string
-	generation int64
-	objects    []render.Object
-	index      map[plan.ID]int
-}
-
 // Reconcile runs one sync of a Sync and records it.
 func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	var s v1alpha1.Sync
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.String())
+			r.Store.Forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &s)
+	}
+	if err := r.ensureFinalizer(ctx, &s); err != nil {
+		return ctrl.Result{}, err
 	}
 	if s.Spec.Suspend {
 		logger.V(1).Info("suspended; not syncing")
 		return ctrl.Result{}, nil
 	}
-	timeout := 5 * time.Minute
-	if s.Spec.Timeout != nil && s.Spec.Timeout.Duration > 0 {
-		timeout = s.Spec.Timeout.Duration
+	if err := checkSpec(&s); err != nil {
+		return r.stallOnSpec(ctx, &s, err)
 	}
-	syncCtx, cancel := context.WithTimeout(ctx, timeout)
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout(&s))
 	o := r.sync(syncCtx, &s)
 	cancel()
 
 	interval := s.Spec.Interval.Duration
 	if interval <= 0 {
-		interval = 5 * time.Minute
+		interval = v1alpha1.DefaultInterval
 	}
 	if (o.noop(&s.Status) || o.sameReport(&s.Status)) && s.Status.ObservedGeneration == s.Generation {
 		logger.V(1).Info("in sync", "revision", o.revision, "unchanged", o.changes.Count(apply.Unchanged))
@@ -176,9 +165,11 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o ou
 	})
 }
 
-// sync is the pipeline: fetch → render → plan → apply → prune. Each step
-// that fails sets its reason and stops; nothing is pruned unless fetch,
-// render and apply succeeded.
+// sync runs the pipeline — dependencies → fetch → render → engine.Run
+// (validate → plan → apply → prune) — and records what it wrote in the
+// Store, holding the Sync's gate while it writes so that drift checks
+// never act on an older render. Each step that fails sets its reason and
+// stops; nothing is pruned unless fetch, render and apply succeeded.
 func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	o := outcome{started: time.Now()}
 	fail := func(reason string, err error) outcome {
@@ -190,7 +181,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	if reason, err := r.checkDependencies(ctx, s); err != nil {
 		return fail(reason, err)
 	}
-	req, err := r.sourceRequest(ctx, s)
+	req, err := engine.SourceRequest(ctx, r.Reader, s)
 	if err != nil {
 		return fail(v1alpha1.ReasonFetchFailed, err)
 	}
@@ -204,165 +195,113 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		o.duration = time.Since(o.started)
 		return o
 	}
+	// With selfHeal off, a revision and spec already applied are only
+	// compared: drift is reported, not reverted.
 	o.dryRun = r.DryRun || s.DryRun() ||
-		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == s.Status.ObservedGeneration)
+		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == s.Status.LastAppliedGeneration)
 	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision)
 	if err != nil {
 		return fail(reason, err)
 	}
-
-	previous, err := inventoryOf(&s.Status)
+	previous, err := inventory.FromStatus(&s.Status)
 	if err != nil {
-		log.FromContext(ctx).Error(err, "ignoring an unreadable inventory entry")
-	}
-	if err := plan.Validate(objects); err != nil {
-		return fail(v1alpha1.ReasonBuildFailed, err)
-	}
-	p := plan.New(objects, previous)
-	if !s.PruneEnabled() {
-		p.Prune = nil
-	}
-	if err := p.CheckEmpty(s.Spec.AllowEmpty); err != nil {
-		return fail(v1alpha1.ReasonPruneRefused, err)
+		log.FromContext(ctx).Error(err, "ignoring unreadable inventory entries")
 	}
 
-	opts := apply.DefaultOptions(s.LabelValue())
-	opts.DryRun = o.dryRun
-	var m *apply.Manager
-	opts.AfterWave = func(ctx context.Context, w apply.Wave) error {
-		if !s.Spec.Wait && w.Last() {
-			return nil
-		}
-		o.progressed = true
-		return r.waitForWave(ctx, s, req, o.revision, m, w, len(p.Apply))
+	key := s.Namespace + "/" + s.Name
+	byID := make(map[plan.ID]render.Object, len(objects))
+	for _, obj := range objects {
+		byID[plan.IDOf(obj.Object)] = obj
 	}
-	m = apply.NewManager(r.Applier, opts)
-	toApply, known := r.onlyChanged(s, p)
-	o.changes, err = m.Apply(ctx, toApply)
-	o.changes = append(known, o.changes...)
-	if err != nil && errors.Is(err, errSuperseded) {
-		o.inventory = union(previous, entriesOf(o.changes, p))
-		return fail(v1alpha1.ReasonProgressing, err)
-	}
-	var unhealthy *apply.UnhealthyError
-	if errors.As(err, &unhealthy) {
-		// Applied, but not healthy: keep track of what was written, and
-		// do not prune until a sync is healthy. Drift is reverted to what
-		// was applied.
-		o.inventory = union(previous, entriesOf(o.changes, p))
-		r.publishApplied(s)
-		return fail(v1alpha1.ReasonHealthCheckFailed, err)
-	}
-	if err != nil {
-		var ve *apply.ValidationError
-		if errors.As(err, &ve) {
-			if len(ve.Written) > 0 {
-				// Namespaces and CRDs written before the failing objects
-				// could be validated are ours now: track them for prune.
-				o.changes = ve.Written
-				o.inventory = union(previous, entriesOf(ve.Written, p))
+	in := engine.Input{Sync: s, Objects: objects, Inventory: previous, DryRun: o.dryRun}
+	var w *Writer
+	if !o.dryRun {
+		w = r.Store.BeginWrite(key, s.UID)
+		defer func() {
+			if w != nil {
+				w.Release()
 			}
-			return fail(v1alpha1.ReasonValidationFailed, err)
-		}
-		// Keep every object of the old and the new set in the inventory:
-		// a partial apply must not lose track of anything.
-		o.inventory = union(previous, p.Inventory())
-		return fail(v1alpha1.ReasonApplyFailed, err)
+		}()
+		in.Known = r.knownUnchanged(s, w)
 	}
-	pruned, err := m.Prune(ctx, p.Prune)
-	o.changes = append(o.changes, pruned...)
-	if o.dryRun {
-		// Nothing written: the inventory stays. Objects applied before
-		// (selfHeal off) are still watched, so drift is reported at once.
-		if r.Watches != nil && len(previous) > 0 {
-			if err := r.Watches.Ensure(ctx, kindsOf(previous), o.started); err != nil {
-				log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is reported at the interval")
+	in.Wait = apply.WaitOptions{
+		Last: s.Spec.Wait,
+		Progress: func(p apply.WaveProgress) {
+			o.progressed = true
+			r.writeProgress(ctx, s, progressOf(o.revision, p, len(objects)), len(p.Wave.Steps))
+		},
+		Around: func(ctx context.Context, wave apply.Wave, wait func(context.Context) error) error {
+			if w == nil {
+				return untilSuperseded(ctx, req, o.revision, wait)
 			}
-		}
-		o.duration = time.Since(o.started)
-		return o
+			// What this wave wrote is what drift reverts to from now on;
+			// drift checks run while the sync waits.
+			w.Record(wave.Changes, byID)
+			return w.Pause(func() error { return untilSuperseded(ctx, req, o.revision, wait) })
+		},
 	}
-	o.inventory = p.Inventory()
-	if err != nil {
-		o.inventory = union(o.inventory, failedPrunes(p.Prune, err))
-		return fail(v1alpha1.ReasonPruneFailed, err)
+	res := engine.Run(ctx, r.Applier, in)
+	o.changes, o.inventory = res.Changes, res.Inventory
+	if w != nil {
+		if res.Err == nil {
+			w.Replace(objects)
+		} else {
+			w.Record(res.Changes, byID)
+		}
+		w.Release()
+		w = nil
+	}
+	if res.Err != nil {
+		if errors.Is(res.Err, errSuperseded) {
+			return fail(v1alpha1.ReasonProgressing, res.Err)
+		}
+		return fail(res.Reason, res.Err)
 	}
 	if r.Watches != nil {
-		if err := r.Watches.Ensure(ctx, kindsOf(o.inventory), o.started); err != nil {
-			log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
+		// Objects applied before are watched even by a dry run, so that
+		// drift is reported at once.
+		watched := o.inventory
+		if o.dryRun {
+			watched = previous
+		}
+		if len(watched) > 0 {
+			if err := r.Watches.Ensure(ctx, kindsOf(watched), o.started); err != nil {
+				log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
+			}
 		}
 	}
-	r.mu.Lock()
-	if r.lastFull == nil {
-		r.lastFull = map[string]time.Time{}
+	if !o.dryRun {
+		r.Store.SetLastFull(key, r.now())
 	}
-	key := s.Namespace + "/" + s.Name
-	r.lastFull[key] = r.now()
-	r.mu.Unlock()
-	r.publishApplied(s)
 	o.duration = time.Since(o.started)
 	return o
 }
 
-// onlyChanged narrows the plan to the objects whose rendered form differs
-// from the last applied render, when that is safe: the Sync is Ready and
-// not drifted, its objects are watched (so a change in the cluster would
-// have been seen and reverted), and its last full comparison is recent.
-// The other objects are reported Unchanged without a request. Otherwise
-// the whole plan is returned.
-func (r *SyncReconciler) onlyChanged(s *v1alpha1.Sync, p plan.Plan) (plan.Plan, apply.ChangeSet) {
+// knownUnchanged returns, when it is safe, a test for objects whose
+// render is the same as the one last applied: the Sync is Ready and not
+// drifted, its objects are watched (so a change in the cluster would have
+// been seen and reverted), and its last full comparison is recent. Such
+// objects are reported Unchanged without a request. Otherwise nil: every
+// object is compared.
+func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, w *Writer) func(plan.Step) bool {
 	if !s.SelfHealEnabled() || !r.watchedAndRecent(s) {
-		return p, nil
+		return nil
 	}
-	r.mu.Lock()
-	prev, ok := r.applied[s.Namespace+"/"+s.Name]
-	r.mu.Unlock()
-	if !ok || prev.uid != s.UID {
-		return p, nil
+	return func(step plan.Step) bool {
+		prev, ok := w.Applied(step.ID)
+		return ok && apply.Equal(prev.Object, step.Object.Object)
 	}
-	narrowed := p
-	narrowed.Apply = nil
-	var known apply.ChangeSet
-	for _, step := range p.Apply {
-		if i, ok := prev.index[step.ID]; ok && sameRender(prev.objects[i].Object, step.Object.Object) {
-			known = append(known, apply.Change{ID: step.ID, Origin: step.Object.Origin.String(), Action: apply.Unchanged})
-			continue
-		}
-		narrowed.Apply = append(narrowed.Apply, step)
-	}
-	return narrowed, known
-}
-
-// sameRender reports whether two renders of an object are the same but
-// for the revision in their origin annotation.
-func sameRender(a, b *unstructured.Unstructured) bool {
-	return apply.Equal(a, b)
-}
-
-// publishApplied makes the Sync's current render the one drift is
-// reverted to: only a render that was applied, never one that failed
-// validation or was not applied yet.
-func (r *SyncReconciler) publishApplied(s *v1alpha1.Sync) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.applied == nil {
-		r.applied = map[string]rendered{}
-	}
-	key := s.Namespace + "/" + s.Name
-	r.applied[key] = r.desired[key]
 }
 
 // watchedAndCurrent reports whether the Sync is at revision with its spec
 // unchanged and its render cached, and watchedAndRecent holds: then the
 // interval has nothing to do.
 func (r *SyncReconciler) watchedAndCurrent(s *v1alpha1.Sync, revision string) bool {
-	if revision != s.Status.LastAppliedRevision || s.Generation != s.Status.ObservedGeneration || !r.watchedAndRecent(s) {
+	if revision != s.Status.LastAppliedRevision || s.Generation != s.Status.LastAppliedGeneration || !r.watchedAndRecent(s) {
 		return false
 	}
-	r.mu.Lock()
-	cached, ok := r.desired[s.Namespace+"/"+s.Name]
-	r.mu.Unlock()
-	return ok && cached.uid == s.UID && cached.revision == revision && cached.generation == s.Generation
+	_, ok := r.Store.Rendered(s.Namespace+"/"+s.Name, s.UID, revision, s.Generation)
+	return ok
 }
 
 // watchedAndRecent reports whether a Sync may skip comparing objects that
@@ -377,15 +316,13 @@ func (r *SyncReconciler) watchedAndRecent(s *v1alpha1.Sync) bool {
 	}
 	full := r.FullResync
 	if full <= 0 {
-		full = time.Hour
+		full = DefaultOptions().FullResync
 	}
-	r.mu.Lock()
-	last, compared := r.lastFull[s.Namespace+"/"+s.Name]
-	r.mu.Unlock()
+	last, compared := r.Store.LastFull(s.Namespace + "/" + s.Name)
 	if !compared || r.now().Sub(last) >= full {
 		return false
 	}
-	inv, err := inventoryOf(&s.Status)
+	inv, err := inventory.FromStatus(&s.Status)
 	return err == nil && r.Watches.Covers(kindsOf(inv))
 }
 
@@ -403,125 +340,18 @@ func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
 	return out
 }
 
-// desiredObjects returns the rendered objects of revision, from the cache
+// desiredObjects returns the rendered objects of revision, from the Store
 // when neither the revision nor the Sync's spec changed since the last
 // render.
 func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string) ([]render.Object, string, error) {
 	key := s.Namespace + "/" + s.Name
-	r.mu.Lock()
-	cached, ok := r.desired[key]
-	r.mu.Unlock()
-	if ok && cached.uid == s.UID && cached.revision == revision && cached.generation == s.Generation {
-		return cached.objects, "", nil
+	if objects, ok := r.Store.Rendered(key, s.UID, revision, s.Generation); ok {
+		return objects, "", nil
 	}
-	objects, reason, err := Render(ctx, s, req, revision, filepath.Join(r.CacheDir, s.Namespace, s.Name), r.Scope)
+	objects, reason, err := engine.Render(ctx, s, req, revision, filepath.Join(r.CacheDir, s.Namespace, s.Name), r.RenderOptions)
 	if err != nil {
 		return nil, reason, err
 	}
-	r.mu.Lock()
-	if r.desired == nil {
-		r.desired = map[string]rendered{}
-	}
-	index := make(map[plan.ID]int, len(objects))
-	for i, o := range objects {
-		index[plan.IDOf(o.Object)] = i
-	}
-	r.desired[key] = rendered{uid: s.UID, revision: revision, generation: s.Generation, objects: objects, index: index}
-	r.mu.Unlock()
+	r.Store.SetRendered(key, s.UID, revision, s.Generation, objects)
 	return objects, "", nil
-}
-
-// Render checks out revision of the Sync's source into dir and renders
-// its paths the way the agent does. On failure it also returns the Ready
-// reason: FetchFailed or BuildFailed. `driftless diff` uses it to show
-// exactly what the agent would apply.
-func Render(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision, dir string, scope render.ScopeResolver) ([]render.Object, string, error) {
-	if _, err := source.Checkout(ctx, req, revision, dir); err != nil {
-		return nil, v1alpha1.ReasonFetchFailed, err
-	}
-	objects, err := render.Render(render.Options{
-		Root:            dir,
-		Paths:           s.Spec.Paths,
-		Revision:        revision,
-		SyncLabel:       s.LabelValue(),
-		TargetNamespace: s.Spec.TargetNamespace,
-		Scope:           scope,
-	})
-	if err != nil {
-		return nil, v1alpha1.ReasonBuildFailed, fmt.Errorf("revision %s: %w", source.Short(revision), err)
-	}
-	return objects, "", nil
-}
-
-func (r *SyncReconciler) forget(key string) {
-	r.mu.Lock()
-	delete(r.desired, key)
-	delete(r.applied, key)
-	delete(r.lastFull, key)
-	r.mu.Unlock()
-}
-
-func (r *SyncReconciler) sourceRequest(ctx context.Context, s *v1alpha1.Sync) (source.Request, error) {
-	return SourceRequest(ctx, r.Reader, s)
-}
-
-// SourceRequest builds the fetch request of s, reading its git Secret
-// with reader.
-func SourceRequest(ctx context.Context, reader client.Reader, s *v1alpha1.Sync) (source.Request, error) {
-	g := s.Spec.Source.Git
-	req := source.Request{URL: g.URL, Ref: source.Ref{Branch: g.Branch, Tag: g.Tag, Commit: g.Commit}}
-	if g.SecretRef != nil {
-		var secret corev1.Secret
-		key := client.ObjectKey{Namespace: s.Namespace, Name: g.SecretRef.Name}
-		if err := reader.Get(ctx, key, &secret); err != nil {
-			return req, fmt.Errorf("read git Secret %s: %w", key, err)
-		}
-		req.Credentials = source.CredentialsFromSecret(secret.Data)
-	}
-	req.Credentials.InsecureSkipHostKeyCheck = g.InsecureSkipHostKeyCheck
-	return req, nil
-}
-
-// union returns a ∪ b by ID, keeping a's order first.
-func union(a, b []plan.Entry) []plan.Entry {
-	seen := map[plan.ID]bool{}
-	var out []plan.Entry
-	for _, e := range append(append([]plan.Entry{}, a...), b...) {
-		if !seen[e.ID] {
-			seen[e.ID] = true
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// entriesOf returns the plan's inventory entries of the changed objects.
-func entriesOf(cs apply.ChangeSet, p plan.Plan) []plan.Entry {
-	changed := map[plan.ID]bool{}
-	for _, c := range cs {
-		changed[c.ID] = true
-	}
-	var out []plan.Entry
-	for _, e := range p.Inventory() {
-		if changed[e.ID] {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// failedPrunes returns the entries whose deletion failed: they stay in
-// the inventory so the next sync tries again.
-func failedPrunes(entries []plan.Entry, err error) []plan.Entry {
-	failed := map[plan.ID]bool{}
-	for _, id := range apply.FailedIDs(err) {
-		failed[id] = true
-	}
-	var out []plan.Entry
-	for _, e := range entries {
-		if failed[e.ID] {
-			out = append(out, e)
-		}
-	}
-	return out
 }

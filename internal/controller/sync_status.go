@@ -11,6 +11,8 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/drift"
+	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/source"
 )
@@ -82,7 +84,27 @@ func (o outcome) message() string {
 		}
 		return truncate(fmt.Sprintf("dry run of %s: would %s", source.Short(o.revision), o.wouldDo()))
 	}
-	return fmt.Sprintf("applied %s: %s", source.Short(o.revision), o.changes.Summary())
+	msg := fmt.Sprintf("applied %s: %s", source.Short(o.revision), o.changes.Summary())
+	if adopted := o.changes.Adopted(); len(adopted) > 0 {
+		msg += "; " + adoptedMessage(adopted)
+	}
+	return truncate(msg)
+}
+
+// adoptedMessage names the objects a sync adopted: they existed with no
+// driftless.dev/sync label (made by hand, or by Flux v1) and are the
+// Sync's now, to be reverted and pruned like the rest.
+func adoptedMessage(adopted apply.ChangeSet) string {
+	const shown = 5
+	names := make([]string, 0, shown)
+	for i, c := range adopted {
+		if i == shown {
+			names = append(names, fmt.Sprintf("and %d more", len(adopted)-shown))
+			break
+		}
+		names = append(names, c.ID.String())
+	}
+	return fmt.Sprintf("adopted %d object(s) that had no %s label: %s", len(adopted), v1alpha1.SyncLabel, strings.Join(names, ", "))
 }
 
 // wouldDo lists what a dry run would change, object by object.
@@ -128,6 +150,7 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 	case o.err == nil:
 		ready.Status, ready.Reason = metav1.ConditionTrue, v1alpha1.ReasonSucceeded
 		st.LastAppliedRevision = o.revision
+		st.LastAppliedGeneration = generation
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse,
 			ObservedGeneration: generation, Reason: v1alpha1.ReasonInSync, Message: "the cluster matches " + source.Short(o.revision)})
 	default:
@@ -147,10 +170,7 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStalled)
 	}
 	if o.inventory != nil {
-		st.Inventory = make([]v1alpha1.InventoryEntry, 0, len(o.inventory))
-		for _, e := range o.inventory {
-			st.Inventory = append(st.Inventory, v1alpha1.InventoryEntry{ID: e.ID.InventoryKey(), Version: e.Version, Wave: e.Wave})
-		}
+		st.Inventory = inventory.ToStatus(o.inventory)
 	}
 	record := v1alpha1.SyncRecord{
 		Revision:   o.revision,
@@ -162,6 +182,7 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 		Configured: o.changes.Count(apply.Configured),
 		Unchanged:  o.changes.Count(apply.Unchanged),
 		Pruned:     o.changes.Count(apply.Pruned),
+		Adopted:    len(o.changes.Adopted()),
 		Message:    ready.Message,
 	}
 	if o.err != nil {
@@ -171,20 +192,5 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 	if len(st.History) > v1alpha1.MaxHistory {
 		st.History = st.History[:v1alpha1.MaxHistory]
 	}
-}
-
-// inventoryOf parses a Sync's inventory; unparseable entries are reported
-// and dropped, never pruned.
-func inventoryOf(st *v1alpha1.SyncStatus) ([]plan.Entry, error) {
-	entries := make([]plan.Entry, 0, len(st.Inventory))
-	var bad error
-	for _, e := range st.Inventory {
-		id, err := plan.ParseInventoryKey(e.ID)
-		if err != nil {
-			bad = err
-			continue
-		}
-		entries = append(entries, plan.Entry{ID: id, Version: e.Version, Wave: e.Wave})
-	}
-	return entries, bad
+	drift.FitStatus(st, drift.StatusBudget)
 }

@@ -22,22 +22,10 @@ var errSuperseded = errors.New("a new revision arrived during the health wait")
 // revisionPoll is how often a health wait asks git for a new revision.
 var revisionPoll = 3 * time.Second
 
-// waitForWave waits until the objects of wave w are healthy, recording
-// progress in the Sync's status. It gives up when the sync's timeout ends
-// (an *apply.UnhealthyError naming each unhealthy object) or when git
-// moves on (errSuperseded), so that a fix pushed for a failing rollout is
-// applied at once rather than after the timeout.
-func (r *SyncReconciler) waitForWave(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string,
-	m *apply.Manager, w apply.Wave, total int) error {
-	applied := 0
-	for _, c := range w.SoFar {
-		if c.Action != apply.Skipped {
-			applied++
-		}
-	}
-	progress := v1alpha1.SyncProgress{Revision: revision, Wave: w.Number, Index: w.Index + 1, Waves: w.Count, Applied: applied, Total: total}
-	r.writeProgress(ctx, s, progress, len(w.Steps))
-
+// untilSuperseded runs wait with a context that ends when git moves on
+// from revision (errSuperseded), so that a fix pushed for a failing
+// rollout is applied at once rather than after the timeout.
+func untilSuperseded(ctx context.Context, req source.Request, revision string, wait func(context.Context) error) error {
 	waitCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -53,22 +41,24 @@ func (r *SyncReconciler) waitForWave(ctx context.Context, s *v1alpha1.Sync, req 
 			}
 		}
 	}()
-	timeout := time.Hour
-	if deadline, ok := ctx.Deadline(); ok {
-		timeout = time.Until(deadline)
-	}
-	lastHealthy := -1
-	err := m.WaitHealthy(waitCtx, w.Steps, timeout, func(healthy, n int) {
-		if healthy != lastHealthy {
-			lastHealthy = healthy
-			progress.Healthy = healthy
-			r.writeProgress(ctx, s, progress, n)
-		}
-	})
+	err := wait(waitCtx)
 	if cause := context.Cause(waitCtx); errors.Is(cause, errSuperseded) {
 		return cause
 	}
 	return err
+}
+
+// progressOf is the status.progress of a wait for a wave of a sync of
+// revision that applies total objects.
+func progressOf(revision string, p apply.WaveProgress, total int) v1alpha1.SyncProgress {
+	applied := 0
+	for _, c := range p.Wave.SoFar {
+		if c.Action != apply.Skipped {
+			applied++
+		}
+	}
+	return v1alpha1.SyncProgress{Revision: revision, Wave: p.Wave.Number, Index: p.Wave.Index + 1, Waves: p.Wave.Count,
+		Applied: applied, Healthy: p.Healthy, Total: total}
 }
 
 // writeProgress patches status.progress and a Reconciling=True condition

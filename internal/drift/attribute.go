@@ -20,8 +20,9 @@ type FieldChange struct {
 	// Path reads like spec.template.spec.containers[app].resources.limits.memory;
 	// list items with a name are addressed by it, others by index.
 	Path string
-	// Git and Found are the values, rendered compactly; "<absent>" when a
-	// side has no value and "***" (masked) for Secret data.
+	// Git and Found are the values, rendered compactly and bounded
+	// (BoundValue); "<absent>" when a side has no value and "***"
+	// (masked) for Secret data.
 	Git, Found string
 	// Manager is the field manager that set the found value
 	// (kubectl-edit, kubectl-client-side-apply, helm, …), or "" when the
@@ -52,7 +53,8 @@ const (
 // Attribute lists the fields git sets on an object whose value in the
 // cluster (live) differs from what applying git would give (applied: the
 // server-side dry-run result, so defaults and canonical forms match), and
-// names the manager of each from live's managedFields. Fields git does
+// names the manager of each from live's managedFields. Every change is
+// bounded (FieldChange.Bound), Secret data masked first. Fields git does
 // not set are never reported: another manager (an autoscaler) may own
 // them. self is driftless's own field manager, never blamed.
 func Attribute(desired, applied, live *unstructured.Unstructured, self string) []FieldChange {
@@ -76,7 +78,7 @@ func Attribute(desired, applied, live *unstructured.Unstructured, self string) [
 			}
 		}
 		c.Manager, c.At = owner(live.GetManagedFields(), p, live.Object, self)
-		changes = append(changes, c)
+		changes = append(changes, c.Bound())
 	})
 	slices.SortFunc(changes, func(a, b FieldChange) int { return strings.Compare(a.Path, b.Path) })
 	return changes
@@ -196,11 +198,7 @@ func show(v any, ok bool) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	s := string(b)
-	if len(s) > 120 {
-		s = s[:117] + "..."
-	}
-	return s
+	return string(b)
 }
 
 // owner finds the manager whose managed field set contains p (the newest

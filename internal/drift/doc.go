@@ -1,9 +1,12 @@
-// Package drift notices when someone changes an object a Sync manages and
-// puts it back. It watches only managed objects (by the driftless.dev/sync
-// label, metadata only), checks the one object that changed with a
-// server-side dry-run, reverts it, and says which field changed, from
-// what, to what, and which field manager did it.
+// Package drift holds the decisions behind drift correction, as pure
+// functions: which watch events are worth a check (Relevant,
+// WrittenByOthersSince), the request that names the changed object, who
+// changed which field from what to what (Attribute, from managedFields),
+// and whether to revert now or back off from a fight (Policy, History).
+// The watches and the revert itself are the controller's (internal/
+// controller watches.go and drift_controller.go). What it records is
+// bounded: long values are cut and hashed, and a Sync's status is kept
+// under a fixed budget (bound.go).
 //
-// It decides, it does not render: the desired objects come from the last
-// sync. A full comparison at the Sync's interval remains the safety net.
+// It decides; it neither watches, renders nor writes.
 package drift

@@ -1,9 +1,6 @@
 package plan
 
 import (
-	"fmt"
-	"strings"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -32,20 +29,4 @@ func (id ID) String() string {
 		return id.Kind + "/" + id.Name
 	}
 	return id.Kind + "/" + id.Namespace + "/" + id.Name
-}
-
-// InventoryKey is the form stored in a Sync's inventory:
-// "<namespace>_<name>_<group>_<kind>".
-func (id ID) InventoryKey() string {
-	return strings.Join([]string{id.Namespace, id.Name, id.Group, id.Kind}, "_")
-}
-
-// ParseInventoryKey parses the InventoryKey form. Names, namespaces, groups
-// and kinds never contain "_", so the split is unambiguous.
-func ParseInventoryKey(key string) (ID, error) {
-	parts := strings.Split(key, "_")
-	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
-		return ID{}, fmt.Errorf("inventory entry %q is not <namespace>_<name>_<group>_<kind>", key)
-	}
-	return ID{Namespace: parts[0], Name: parts[1], Group: parts[2], Kind: parts[3]}, nil
 }

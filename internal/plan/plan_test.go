@@ -119,22 +119,6 @@ func TestEmptyRenderAgainstAnInventoryIsRefused(t *testing.T) {
 	}
 }
 
-func TestInventoryKeyRoundTrips(t *testing.T) {
-	for _, id := range []ID{
-		{Group: "apps", Kind: "Deployment", Namespace: "team-a", Name: "web"},
-		{Kind: "Namespace", Name: "team-a"},
-		{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"},
-	} {
-		got, err := ParseInventoryKey(id.InventoryKey())
-		if err != nil || got != id {
-			t.Errorf("ParseInventoryKey(%q) = %+v, %v; want %+v", id.InventoryKey(), got, err, id)
-		}
-	}
-	if _, err := ParseInventoryKey("garbage"); err == nil {
-		t.Error("ParseInventoryKey(garbage) succeeded")
-	}
-}
-
 func withAnnotation(o render.Object, key, value string) render.Object {
 	o.Object.SetAnnotations(map[string]string{key: value})
 	return o

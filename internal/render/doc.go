@@ -4,8 +4,10 @@
 // annotates each object with its Sync and its origin in git.
 //
 // It reads only through an os.Root of the checkout, so neither a path nor a
-// symbolic link in the repository can make it read outside the checkout,
-// and it refuses files larger than 8 MiB.
+// symbolic link in the repository can make it read outside the checkout.
+// It refuses files larger than 8 MiB, and renders that exceed their Budgets
+// of files, documents, objects and bytes, counting what YAML aliases
+// expand to before expanding them.
 //
 // Its errors are for the people who write the repository: each names the
 // file, line and document, and the object, and says what to change. Render

@@ -140,6 +140,25 @@ func TestRenderSyntaxErrors(t *testing.T) {
 		files: map[string]string{"app.json": "{\"kind\": \"A\"}\n{\"kind\": \"B\"}\n"},
 		want:  []string{"app.json:1 (document 0): invalid JSON at line 2: content after the first value; a .json file holds one object or a List"},
 	}, {
+		name:  "a key set twice in a JSON object names the line",
+		files: map[string]string{"app.json": "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"ConfigMap\",\n  \"metadata\": {\n    \"name\": \"a\",\n    \"name\": \"b\"\n  }\n}\n"},
+		want:  []string{`app.json:1 (document 0): invalid JSON at line 6: key "name" is set twice in one object; remove one`},
+	}, {
+		name: "a key set twice in an object inside a list",
+		files: map[string]string{"app.json": `{"apiVersion": "v1", "kind": "List", "items": [
+			{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}},
+			{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}, "kind": "Secret"}
+		]}`},
+		want: []string{`app.json:1 (document 0): invalid JSON at line 3: key "kind" is set twice in one object; remove one`},
+	}, {
+		name:  "invalid UTF-8 in a JSON file names the line",
+		files: map[string]string{"app.json": "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\",\n \"metadata\": {\"name\": \"a\"},\n \"data\": {\"x\": \"caf\xe9\"}}\n"},
+		want:  []string{"app.json: not valid UTF-8 at line 3; save the file as UTF-8"},
+	}, {
+		name:  "invalid UTF-8 in a YAML file names the line",
+		files: map[string]string{"app.yaml": configMap("a") + "data:\n  x: caf\xe9\n"},
+		want:  []string{"app.yaml: not valid UTF-8 at line 6; save the file as UTF-8"},
+	}, {
 		name:  "a JSON file that is not an object",
 		files: map[string]string{"app.json": "[1, 2]"},
 		want:  []string{"app.json:1 (document 0): document is a list, not an object; every document needs apiVersion and kind"},
@@ -167,6 +186,9 @@ func FuzzRender(f *testing.F) {
 		"apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}, 3]\n",
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {x: 1}, annotations: [1]}\n",
 		"a: &a [*a, *a]\n",
+		"a: &a \"<x>\"\nb: &b [*a, *a, *a]\nc: [*b, *b, *b, {<<: *b}]\nd: !!binary &d aGVsbG8=\ne: [*d, *d]\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: a-}\ndata: {x: \"caf\xe9\"}\n",
+		`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "name": "b"}, "data": [{"x": 1, "x": 2}]}`,
 		"---\r\n\ufeff%YAML 1.1\n---\n",
 		`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}`,
 		`{"apiVersion": "v1", "kind": "List", "items": [{}, null, 1e400]}`,
@@ -200,7 +222,7 @@ func FuzzRender(f *testing.F) {
 		}
 		for _, o := range objs {
 			u := o.Object
-			if u.GetKind() == "" || u.GetAPIVersion() == "" || (u.GetName() == "" && u.GetGenerateName() == "") {
+			if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
 				t.Errorf("incomplete object %v", u.Object)
 			}
 			if u.GetLabels()[v1alpha1.SyncLabel] != "s.t" || u.GetAnnotations()[v1alpha1.OriginAnnotation] == "" {

@@ -46,11 +46,17 @@ func (r *renderer) manifestFiles() []string {
 			case !isManifest(name) && name == start:
 				r.fail(Origin{}, "", fmt.Errorf("path %q is not a .yaml, .yml or .json file", entry))
 			case isManifest(name) && !seen[name]:
+				if !r.countFile() {
+					return fs.SkipAll
+				}
 				seen[name] = true
 				files = append(files, name)
 			}
 			return nil
 		})
+		if r.over {
+			break
+		}
 	}
 	return files
 }
@@ -87,8 +93,9 @@ func isManifest(name string) bool {
 }
 
 // readFile reads a file of the checkout, refusing files larger than
-// maxFileSize. The checkout's fs.FS refuses symbolic links that lead out of
-// the checkout.
+// maxFileSize and files that do not fit in what is left of the render's
+// MaxBytes, with an error that wraps ErrOverBudget. The checkout's fs.FS
+// refuses symbolic links that lead out of the checkout.
 func (r *renderer) readFile(name string) ([]byte, error) {
 	f, err := r.fsys.Open(name)
 	if err != nil {
@@ -105,13 +112,20 @@ func (r *renderer) readFile(name string) ([]byte, error) {
 	if info.Size() > maxFileSize {
 		return nil, errTooLarge
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if info.Size() > r.bytesLeft() {
+		return nil, r.filesOverBudget(info.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, min(maxFileSize, r.bytesLeft())+1))
 	if err != nil {
 		return nil, r.readError(name, err)
 	}
-	if len(data) > maxFileSize {
+	switch size := int64(len(data)); {
+	case size > maxFileSize:
 		return nil, errTooLarge
+	case size > r.bytesLeft():
+		return nil, r.filesOverBudget(size)
 	}
+	r.used.bytes += int64(len(data))
 	return data, nil
 }
 

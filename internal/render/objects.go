@@ -27,6 +27,9 @@ func (r *renderer) addValue(o Origin, what string, v any) {
 			return
 		}
 		for i, item := range items {
+			if r.over {
+				return
+			}
 			r.addValue(o, fmt.Sprintf("List item %d", i), item)
 		}
 		return
@@ -35,7 +38,7 @@ func (r *renderer) addValue(o Origin, what string, v any) {
 	for _, err := range problems {
 		r.fail(o, ref(u), err)
 	}
-	if len(problems) == 0 {
+	if len(problems) == 0 && r.countObject(o, ref(u)) {
 		r.objects = append(r.objects, Object{Object: u, Origin: o})
 	}
 }
@@ -69,7 +72,11 @@ func check(obj map[string]any) []error {
 	generateName, errG := stringField(meta, "metadata.", "generateName")
 	_, errNS := stringField(meta, "metadata.", "namespace")
 	errs := []error{errN, errG, errNS}
-	if name == "" && generateName == "" && errN == nil && errG == nil {
+	switch {
+	case name != "" || errN != nil || errG != nil:
+	case generateName != "":
+		errs = append(errs, fmt.Errorf("object has metadata.generateName %q and no metadata.name; driftless finds, updates and prunes objects by name, so give it a metadata.name", generateName))
+	default:
 		errs = append(errs, errors.New("object has no metadata.name; give it a name"))
 	}
 	for _, field := range []string{"labels", "annotations"} {

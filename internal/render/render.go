@@ -53,6 +53,9 @@ type Options struct {
 	// Scope tells which kinds the CustomResourceDefinitions in the render
 	// do not define are namespaced. It is required.
 	Scope ScopeResolver
+	// Budgets bound what the render reads and holds; zero fields take
+	// their value from DefaultBudgets.
+	Budgets Budgets
 }
 
 // Render reads every *.yaml, *.yml and *.json file under each of
@@ -72,10 +75,20 @@ type Options struct {
 // empty) and the driftless.dev/origin annotation "<path>#<doc>@<revision>",
 // which replace values the files set.
 //
+// Files must be UTF-8, and YAML and JSON are parsed strictly: a key set
+// twice in one mapping is an error. Every object must have a
+// metadata.name; metadata.generateName is refused, since driftless finds,
+// updates and prunes objects by name.
+//
 // If anything is wrong with the files, Render returns no objects and the
 // errors.Join of an *Error for every problem found, in reading order; see
 // Errors. Other errors, such as a Root that cannot be opened, are returned
 // alone and are not *Error.
+//
+// A render that exceeds one of opts.Budgets stops where it does: its
+// errors are those found so far and one that wraps ErrOverBudget, says
+// which budget and by how much, and names the agent flag that raises it.
+// A document with YAML aliases is measured before they are expanded.
 func Render(opts Options) ([]Object, error) {
 	if opts.Scope == nil {
 		return nil, errors.New("render options have no Scope")
@@ -86,12 +99,17 @@ func Render(opts Options) ([]Object, error) {
 	}
 	defer root.Close()
 
-	r := &renderer{opts: opts, fsys: root.FS(), order: map[string]int{}}
+	r := &renderer{opts: opts, budgets: opts.Budgets.withDefaults(), fsys: root.FS(), order: map[string]int{}}
 	for i, name := range r.manifestFiles() {
+		if r.over {
+			break
+		}
 		r.order[name] = i
 		r.addFile(name)
 	}
-	r.settle()
+	if !r.over {
+		r.settle()
+	}
 	if len(r.errs) > 0 {
 		return nil, r.joinedErrors()
 	}
@@ -100,10 +118,13 @@ func Render(opts Options) ([]Object, error) {
 
 type renderer struct {
 	opts    Options
+	budgets Budgets
 	fsys    fs.FS
 	order   map[string]int // file → place in reading order
 	objects []Object
 	errs    []*Error
+	used    usage
+	over    bool // a budget is exceeded: read nothing more
 }
 
 func (r *renderer) fail(o Origin, object string, err error) {
@@ -113,29 +134,58 @@ func (r *renderer) fail(o Origin, object string, err error) {
 // addFile reads one file and adds its objects.
 func (r *renderer) addFile(name string) {
 	data, err := r.readFile(name)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrOverBudget):
+		r.stop(Origin{Path: name}, "", err)
+		return
+	case err != nil:
 		r.fail(Origin{Path: name}, "", err)
+		return
+	}
+	if line := invalidUTF8(data); line > 0 {
+		r.fail(Origin{Path: name}, "", fmt.Errorf("not valid UTF-8 at line %d; save the file as UTF-8", line))
 		return
 	}
 	if path.Ext(name) == ".json" {
 		o := Origin{Path: name, Doc: 0, Line: 1}
+		if !r.countDocument(o) {
+			return
+		}
 		v, err := decodeJSON(data)
 		switch {
 		case err != nil:
 			r.fail(o, "", err)
-		case v != nil:
+		case v != nil && r.countDecoded(o, decodedSize(v)):
 			r.addValue(o, "document", v)
 		}
 		return
 	}
-	for _, doc := range splitYAML(data) {
+	for _, doc := range splitYAML(data, r.documentsLeft()) {
 		o := Origin{Path: name, Doc: doc.index, Line: doc.line}
+		if !r.countDocument(o) {
+			return
+		}
+		if mayAlias(doc.data) {
+			// Expanding aliases can take any amount of memory: measure first.
+			size, err := expandedSize(doc, r.decodedLeft())
+			if err != nil {
+				r.fail(o, "", err)
+				continue
+			}
+			if size > r.decodedLeft() {
+				r.aliasesOverBudget(o)
+				return
+			}
+		}
 		v, err := decodeYAML(doc)
 		switch {
 		case err != nil:
 			r.fail(o, "", err)
-		case v != nil:
+		case v != nil && r.countDecoded(o, decodedSize(v)):
 			r.addValue(o, "document", v)
+		}
+		if r.over {
+			return
 		}
 	}
 }
@@ -164,12 +214,11 @@ func (r *renderer) settle() {
 		case u.GetNamespace() == "":
 			u.SetNamespace(targetNamespace)
 		}
-		if id := (identity{u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName()}); id.name != "" {
-			if prev, ok := first[id]; ok {
-				r.fail(o.Origin, ref(u), fmt.Errorf("defined twice: %s and %s; remove one", prev, o.Origin))
-			} else {
-				first[id] = o.Origin
-			}
+		id := identity{u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName()}
+		if prev, ok := first[id]; ok {
+			r.fail(o.Origin, ref(u), fmt.Errorf("defined twice: %s and %s; remove one", prev, o.Origin))
+		} else {
+			first[id] = o.Origin
 		}
 		r.mark(u, o.Origin)
 	}

@@ -234,6 +234,16 @@ func TestRenderObjectErrors(t *testing.T) {
 		files: map[string]string{"app.yaml": "apiVersion: apps/v1\nkind: Deployment\nspec: {}\n"},
 		want:  []string{"app.yaml:1 (document 0): Deployment: object has no metadata.name; give it a name"},
 	}, {
+		name: "an object named only by generateName says to give it a name",
+		files: map[string]string{
+			"jobs/migrate.yaml": configMap("a") + "---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\nspec: {}\n",
+		},
+		want: []string{`jobs/migrate.yaml:6 (document 1): Job: object has metadata.generateName "migrate-" and no metadata.name; driftless finds, updates and prunes objects by name, so give it a metadata.name`},
+	}, {
+		name:  "generateName next to a name is fine, without one it is not",
+		files: map[string]string{"app.yaml": configMap("a") + "  generateName: a-\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: b-}\n"},
+		want:  []string{`app.yaml:7 (document 1): ConfigMap: object has metadata.generateName "b-" and no metadata.name; driftless finds, updates and prunes objects by name, so give it a metadata.name`},
+	}, {
 		name:  "a name that is not a string",
 		files: map[string]string{"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 42}\n"},
 		want:  []string{"app.yaml:1 (document 0): ConfigMap: metadata.name is a number, not a string"},

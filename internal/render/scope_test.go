@@ -75,16 +75,6 @@ func TestRenderNamespaces(t *testing.T) {
 			{Origin{"a.yaml", 1, 6}, "ConfigMap/team-b/web"},
 			{Origin{"b.yaml", 0, 1}, "Deployment/default/web"},
 		},
-	}, {
-		name: "objects named by generateName are kept and never collide",
-		files: map[string]string{
-			"jobs.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: run-}\n---\n" +
-				"apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: run-}\n",
-		},
-		want: []rendered{
-			{Origin{"jobs.yaml", 0, 1}, "ConfigMap"},
-			{Origin{"jobs.yaml", 1, 5}, "ConfigMap"},
-		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -86,7 +86,7 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 		"--unsafe-no-fsync=true",
 		"--log-level=warn",
 	); err != nil {
-		return err
+		return errors.Join(err, cp.Stop())
 	}
 	if err := cp.waitReady(ctx, etcdName, http.DefaultClient, etcdURL+"/health"); err != nil {
 		return errors.Join(err, cp.Stop())
@@ -175,11 +175,14 @@ func (cp *ControlPlane) launch(name string, env []string, args ...string) error 
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
+	// A group of its own: Stop signals the group, and a Ctrl-C meant for
+	// the starting process does not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if !cp.Detach {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	start := StartTied // dies with the starting process, even on a panic or SIGKILL
+	if cp.Detach {
+		start = (*exec.Cmd).Start
 	}
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
 	cp.procs = append(cp.procs, cmd)

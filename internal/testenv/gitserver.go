@@ -125,7 +125,8 @@ func (s *GitServer) KnownHosts() []byte {
 func (s *GitServer) SSHAddr() string { return s.sshAddr }
 
 // StopSSH closes the SSH endpoint and its connections, so that the server
-// is unreachable until StartSSH; the port stays reserved for no one.
+// is unreachable until StartSSH, and waits for the git processes that
+// served them to exit; the port stays reserved for no one.
 func (s *GitServer) StopSSH() {
 	s.mu.Lock()
 	if s.sshListener != nil {
@@ -158,7 +159,8 @@ func (s *GitServer) StartSSH() error {
 	return nil
 }
 
-// Close stops both endpoints.
+// Close stops both endpoints and waits for the git processes serving them
+// to exit.
 func (s *GitServer) Close() {
 	s.StopSSH()
 	if s.httpServer != nil {
@@ -202,7 +204,7 @@ func (s *GitServer) serveSSH(conn net.Conn) {
 		if err != nil {
 			continue
 		}
-		go s.serveSession(ch, requests)
+		s.wg.Go(func() { s.serveSession(ch, requests) })
 	}
 }
 
@@ -254,7 +256,7 @@ func (s *GitServer) runGit(ch ssh.Channel, command string, env []string) int {
 		return 1
 	}
 	cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
-	if err := cmd.Start(); err != nil {
+	if err := StartTied(cmd); err != nil {
 		return 1
 	}
 	go func() {

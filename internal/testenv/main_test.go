@@ -1,7 +1,12 @@
 package testenv
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 var env *Env
 
-func TestMain(m *testing.M) { Main(m, &env) }
+func TestMain(m *testing.M) {
+	MainWithOptions(m, &env, Options{Workloads: os.Getenv(childWorkloadsEnv) != ""}, nil)
+}

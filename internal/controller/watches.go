@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
 )
 
@@ -131,17 +132,16 @@ func (w *Watches) handler(gvk schema.GroupVersionKind, since time.Time) handler.
 	}
 }
 
-// SetupDriftWithManager registers the drift controller and gives syncs
-// the watches it starts as inventories grow.
-func SetupDriftWithManager(mgr ctrl.Manager, r *DriftReconciler, concurrency int) error {
+// SetupDriftWithManager registers the drift controller and returns the
+// watches it runs, which syncs start as their inventories grow.
+func SetupDriftWithManager(mgr ctrl.Manager, r *DriftReconciler, concurrency int) (*Watches, error) {
 	c, err := controller.NewTyped[drift.Request]("drift", mgr, controller.TypedOptions[drift.Request]{
 		Reconciler:              r,
 		MaxConcurrentReconciles: concurrency,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.Syncs.Watches = &Watches{ctrl: c, cache: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{},
-		starting: map[schema.GroupVersionKind]bool{}, self: "driftless"}
-	return nil
+	return &Watches{ctrl: c, cache: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{},
+		starting: map[schema.GroupVersionKind]bool{}, self: apply.FieldManager}, nil
 }

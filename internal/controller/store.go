@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/render"
+)
+
+// Store is what the Sync and drift reconcilers share about each Sync, by
+// "namespace/name": its last render, the desired object of each object it
+// applied, when it last compared every object, and the gate that keeps a
+// drift check from acting while a sync writes.
+//
+// The gate is what makes a revert safe: a sync holds it while it writes
+// (apply and prune, not while it waits for health) and records what it
+// wrote before letting go; a drift check holds it shared while it reads
+// the desired object and re-applies it. So a drift check never reverts an
+// object to a render older than what the running sync wrote, and never
+// re-creates an object the sync has just pruned.
+type Store struct {
+	mu    sync.Mutex
+	syncs map[string]*syncState
+}
+
+// NewStore returns an empty Store.
+func NewStore() *Store { return &Store{syncs: map[string]*syncState{}} }
+
+type syncState struct {
+	// gate is held exclusively by a sync while it writes, shared by drift
+	// checks.
+	gate sync.RWMutex
+	// applied holds, for each object the Sync manages, the desired form
+	// last written (or found equal): what a drift check reverts to.
+	// Guarded by gate.
+	applied map[plan.ID]render.Object
+	// appliedUID is the Sync's UID that applied belongs to. Guarded by gate.
+	appliedUID types.UID
+
+	// Guarded by Store.mu:
+	rendered rendered
+	lastFull time.Time
+}
+
+// rendered is a cached render, valid while the revision and the Sync's
+// generation are unchanged.
+type rendered struct {
+	uid        types.UID
+	revision   string
+	generation int64
+	objects    []render.Object
+}
+
+func (s *Store) state(key string) *syncState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	if !ok {
+		st = &syncState{}
+		s.syncs[key] = st
+	}
+	return st
+}
+
+// Rendered returns the cached render of key when it was made for the
+// Sync uid at revision and generation.
+func (s *Store) Rendered(key string, uid types.UID, revision string, generation int64) ([]render.Object, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	if !ok {
+		return nil, false
+	}
+	r := st.rendered
+	if r.uid != uid || r.revision != revision || r.generation != generation || r.objects == nil {
+		return nil, false
+	}
+	return r.objects, true
+}
+
+// SetRendered caches a render of key.
+func (s *Store) SetRendered(key string, uid types.UID, revision string, generation int64, objects []render.Object) {
+	st := s.state(key)
+	s.mu.Lock()
+	st.rendered = rendered{uid: uid, revision: revision, generation: generation, objects: objects}
+	s.mu.Unlock()
+}
+
+// LastFull returns when key last compared every object with the cluster.
+func (s *Store) LastFull(key string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	if !ok || st.lastFull.IsZero() {
+		return time.Time{}, false
+	}
+	return st.lastFull, true
+}
+
+// SetLastFull records that key compared every object at t.
+func (s *Store) SetLastFull(key string, t time.Time) {
+	st := s.state(key)
+	s.mu.Lock()
+	st.lastFull = t
+	s.mu.Unlock()
+}
+
+// Forget drops everything about key (its Sync is gone).
+func (s *Store) Forget(key string) {
+	s.mu.Lock()
+	delete(s.syncs, key)
+	s.mu.Unlock()
+}
+
+// Writer is a sync's hold on the gate of one Sync; see Store.
+type Writer struct {
+	st  *syncState
+	uid types.UID
+}
+
+// BeginWrite waits for running drift checks of key to finish and keeps
+// new ones out until Release. The caller (one sync of the Sync uid at a
+// time: the workqueue sees to that) records what it writes with Record
+// and Replace before it releases.
+func (s *Store) BeginWrite(key string, uid types.UID) *Writer {
+	st := s.state(key)
+	st.gate.Lock()
+	if st.appliedUID != uid {
+		st.applied, st.appliedUID = nil, uid
+	}
+	return &Writer{st: st, uid: uid}
+}
+
+// Release lets drift checks run again.
+func (w *Writer) Release() { w.st.gate.Unlock() }
+
+// Pause lets drift checks run while the sync waits (for health), and
+// takes the gate back when wait returns. What was recorded so far is what
+// they revert to.
+func (w *Writer) Pause(wait func() error) error {
+	w.st.gate.Unlock()
+	defer w.st.gate.Lock()
+	return wait()
+}
+
+// Record notes what a sync did to each object of cs: an object applied,
+// found equal or skipped is reverted to its form in objects from now on;
+// a pruned one is not reverted at all.
+func (w *Writer) Record(cs apply.ChangeSet, objects map[plan.ID]render.Object) {
+	if w.st.applied == nil {
+		w.st.applied = make(map[plan.ID]render.Object, len(objects))
+	}
+	for _, c := range cs {
+		switch c.Action {
+		case apply.Pruned:
+			delete(w.st.applied, c.ID)
+		case apply.Created, apply.Configured, apply.Unchanged, apply.Skipped:
+			if o, ok := objects[c.ID]; ok {
+				w.st.applied[c.ID] = o
+			}
+		}
+	}
+}
+
+// Replace makes objects, a render applied in full, the only desired
+// objects: anything not in it is no longer reverted.
+func (w *Writer) Replace(objects []render.Object) {
+	w.st.applied = make(map[plan.ID]render.Object, len(objects))
+	for _, o := range objects {
+		w.st.applied[plan.IDOf(o.Object)] = o
+	}
+}
+
+// Applied returns, for a sync holding the gate, what key's object id was
+// last applied as.
+func (w *Writer) Applied(id plan.ID) (render.Object, bool) {
+	o, ok := w.st.applied[id]
+	return o, ok
+}
+
+// Checker is a drift check's shared hold on the gate of one Sync.
+type Checker struct{ st *syncState }
+
+// BeginCheck takes the gate of key shared, unless a sync of key is
+// writing: then it returns false at once, and the caller tries again
+// later (the sync may change or prune the very object).
+func (s *Store) BeginCheck(key string) (*Checker, bool) {
+	st := s.state(key)
+	if !st.gate.TryRLock() {
+		return nil, false
+	}
+	return &Checker{st: st}, true
+}
+
+// Desired returns what object id of the Sync uid was last applied as;
+// false when the Sync does not (or no longer) manage it.
+func (c *Checker) Desired(uid types.UID, id plan.ID) (render.Object, bool) {
+	if c.st.appliedUID != uid {
+		return render.Object{}, false
+	}
+	o, ok := c.st.applied[id]
+	return o, ok
+}
+
+// Release ends the check.
+func (c *Checker) Release() { c.st.gate.RUnlock() }

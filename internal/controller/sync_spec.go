@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/source"
+)
+
+// checkSpec returns what makes the Sync's spec unusable whatever the
+// network and the cluster do, or nil: a label value too long for its
+// objects, a malformed or unsupported git address, an SSH address without
+// a deploy key, a branch or tag name git cannot hold. Each problem says
+// which field to change and how; all of them are joined.
+func checkSpec(s *v1alpha1.Sync) error {
+	var errs []error
+	if v := s.LabelValue(); len(v) > validation.LabelValueMaxLength {
+		fix := fmt.Sprintf("recreate the Sync with a name of at most %d characters", validation.LabelValueMaxLength-len(s.Namespace)-1)
+		if len(s.Namespace) >= validation.LabelValueMaxLength-1 {
+			fix = fmt.Sprintf("create it in a namespace of at most %d characters", validation.LabelValueMaxLength-1-len(s.Name))
+		}
+		errs = append(errs, fmt.Errorf("the Sync's namespace and name make its objects' label %s=%s %d characters long, "+
+			"over the %d a label value allows: %s", v1alpha1.SyncLabel, v, len(v), validation.LabelValueMaxLength, fix))
+	}
+	g := s.Spec.Source.Git
+	protocol, err := source.Protocol(g.URL)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("spec.source.git.url %q %w", source.Redact(g.URL), err))
+	}
+	if protocol == source.ProtocolSSH && g.SecretRef == nil {
+		errs = append(errs, fmt.Errorf("spec.source.git.url %q is an SSH address, which needs a deploy key: "+
+			"set spec.source.git.secretRef to a Secret with identity and known_hosts keys, or use an https:// URL", source.Redact(g.URL)))
+	}
+	if err := source.CheckRef(source.Ref{Branch: g.Branch, Tag: g.Tag, Commit: g.Commit}); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// stallOnSpec records a spec that checkSpec refused: Ready=False and
+// Stalled=True with reason InvalidSpec, a Warning event, and no requeue:
+// only a change of the spec (a new generation) triggers the next attempt.
+// A Sync already stalled on the same problem is not written again.
+func (r *SyncReconciler) stallOnSpec(ctx context.Context, s *v1alpha1.Sync, err error) (ctrl.Result, error) {
+	o := outcome{started: r.now(), reason: v1alpha1.ReasonInvalidSpec, err: err}
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionStalled); c != nil &&
+		c.Status == metav1.ConditionTrue && c.Reason == o.reason && c.Message == o.message() && c.ObservedGeneration == s.Generation {
+		return ctrl.Result{}, nil
+	}
+	if err := r.writeStatus(ctx, s, o); err != nil {
+		return ctrl.Result{}, fmt.Errorf("update status of Sync %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	observeSync(s.Namespace+"/"+s.Name, o)
+	log.FromContext(ctx).Error(err, "invalid spec; waiting for it to change", "reason", o.reason)
+	r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, o.reason, "Sync", "%s", o.message())
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/inventory"
+	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/render"
+)
+
+// Input is one sync to run: a Sync's render, its inventory, and how.
+type Input struct {
+	// Sync is the Sync being synced; its spec decides prune, allowEmpty
+	// and the owner label.
+	Sync *v1alpha1.Sync
+	// Objects is the render of the revision.
+	Objects []render.Object
+	// Inventory is what the previous sync left (status.inventory).
+	Inventory []plan.Entry
+	// DryRun validates and compares everything but writes nothing.
+	DryRun bool
+	// Known, when set, names the steps known to be equal to the cluster
+	// without asking it (the controller knows from its watches): they are
+	// reported Unchanged and cost no request.
+	Known func(plan.Step) bool
+	// Wait says when to wait for waves to be healthy, and how to report
+	// it (see apply.WaitOptions).
+	Wait apply.WaitOptions
+}
+
+// Result is what a sync did, or would do when it was a dry run.
+type Result struct {
+	// Plan is the plan the sync ran (before Known narrowed it).
+	Plan plan.Plan
+	// Changes lists what happened to every object, in order.
+	Changes apply.ChangeSet
+	// Inventory is the inventory to record; nil keeps the previous one
+	// (a dry run, or a failure before anything was written).
+	Inventory []plan.Entry
+	// Reason is the Ready=False reason when Err is set.
+	Reason string
+	Err    error
+}
+
+// Run validates the render, plans it against the inventory, applies it
+// and prunes: the agent's sync, and `driftless diff`'s when DryRun.
+//
+// Nothing is written unless every object passed a server-side dry-run
+// (see apply.Manager.Apply for the Namespaces and CRDs that may be
+// written first). After a partial failure the inventory keeps every
+// object of the old and the new set that may exist, so nothing is lost
+// from prune; objects whose prune failed stay in it too. Nothing is
+// pruned unless every object was applied (and, with waves, healthy).
+func Run(ctx context.Context, c client.Client, in Input) Result {
+	s := in.Sync
+	var res Result
+	fail := func(reason string, err error) Result {
+		res.Reason, res.Err = reason, err
+		return res
+	}
+	if err := plan.Validate(in.Objects); err != nil {
+		return fail(v1alpha1.ReasonBuildFailed, err)
+	}
+	p := plan.New(in.Objects, in.Inventory)
+	if !s.PruneEnabled() {
+		p.Prune = nil
+	}
+	res.Plan = p
+	if err := p.CheckEmpty(s.Spec.AllowEmpty); err != nil {
+		return fail(v1alpha1.ReasonPruneRefused, err)
+	}
+
+	opts := apply.DefaultOptions(s.LabelValue())
+	opts.DryRun = in.DryRun
+	opts.Wait = in.Wait
+	m := apply.NewManager(c, opts)
+
+	toApply, known := narrow(p, in.Known)
+	applied, err := m.Apply(ctx, toApply)
+	res.Changes = append(known, applied...)
+	if err != nil {
+		var ve *apply.ValidationError
+		var unhealthy *apply.UnhealthyError
+		switch {
+		case errors.As(err, &ve):
+			if len(ve.Written) > 0 {
+				// Namespaces and CRDs written before the failing objects
+				// could be validated are ours now: track them for prune.
+				res.Changes = ve.Written
+				res.Inventory = inventory.Union(in.Inventory, inventory.Touched(ve.Written, p))
+			}
+			reason := v1alpha1.ReasonValidationFailed
+			if ve.Conflict() {
+				reason = v1alpha1.ReasonConflict
+			}
+			return fail(reason, err)
+		case errors.As(err, &unhealthy):
+			// Applied, but not healthy: track what was written, and do
+			// not prune until a sync is healthy.
+			res.Inventory = inventory.Union(in.Inventory, inventory.Touched(res.Changes, p))
+			return fail(v1alpha1.ReasonHealthCheckFailed, err)
+		}
+		// A write failed part-way, or a wait was ended by the caller (who
+		// words that): keep every object of the old and the new set, so
+		// that a partial apply loses track of nothing.
+		res.Inventory = inventory.Union(in.Inventory, p.Inventory())
+		return fail(v1alpha1.ReasonApplyFailed, err)
+	}
+
+	pruned, err := m.Prune(ctx, p.Prune)
+	res.Changes = append(res.Changes, pruned...)
+	if in.DryRun {
+		res.Inventory = nil
+		if err != nil {
+			return fail(v1alpha1.ReasonPruneFailed, err)
+		}
+		return res
+	}
+	res.Inventory = p.Inventory()
+	if err != nil {
+		res.Inventory = inventory.Union(res.Inventory, inventory.FailedPrunes(p.Prune, err))
+		return fail(v1alpha1.ReasonPruneFailed, err)
+	}
+	return res
+}
+
+// narrow returns p without the steps known to be unchanged, and the
+// Unchanged changes reported for those.
+func narrow(p plan.Plan, known func(plan.Step) bool) (plan.Plan, apply.ChangeSet) {
+	if known == nil {
+		return p, nil
+	}
+	out := p
+	out.Apply = make([]plan.Step, 0, len(p.Apply))
+	var cs apply.ChangeSet
+	for _, step := range p.Apply {
+		if known(step) {
+			cs = append(cs, apply.Change{ID: step.ID, Origin: step.Object.Origin.String(), Action: apply.Unchanged})
+			continue
+		}
+		out.Apply = append(out.Apply, step)
+	}
+	return out, cs
+}
