@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,6 +53,7 @@ type checked struct {
 // failure while writing stops at the failing rank. Either way the
 // ChangeSet so far is returned with the error.
 func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
+	m.fresh = nil // Namespaces an earlier Apply created are not empty now
 	newNamespaces, newKinds := prerequisites(p.Apply)
 
 	results := m.dryRunAll(ctx, p.Apply, newNamespaces, newKinds)
@@ -217,8 +219,9 @@ func validationErrors(results []checked, written ChangeSet) error {
 // rather than that the object is wrong.
 func isTransient(err error) bool {
 	var conflict *ConflictError
+	var invalid *invalidObjectError
 	switch {
-	case errors.As(err, &conflict):
+	case errors.As(err, &conflict), errors.As(err, &invalid):
 		return false
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
 		apierrors.IsTimeout(err), apierrors.IsServerTimeout(err), apierrors.IsTooManyRequests(err),
@@ -295,7 +298,7 @@ func (m *Manager) report(results []checked) ChangeSet {
 func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
 	desired, err := withoutIgnoredFields(s.Object.Object)
 	if err != nil {
-		return checked{step: s, err: err}
+		return checked{step: s, err: &invalidObjectError{err: err}}
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())
@@ -372,6 +375,14 @@ func (m *Manager) checkApply(ctx context.Context, s plan.Step, desired, live *un
 	}
 	return checked{step: s, action: Configured, live: live, applied: dry}
 }
+
+// invalidObjectError is a fault of the object itself that driftless finds
+// before asking the server, such as a malformed ignore-fields pointer: not
+// transient, it needs a fix in git.
+type invalidObjectError struct{ err error }
+
+func (e *invalidObjectError) Error() string { return e.err.Error() }
+func (e *invalidObjectError) Unwrap() error { return e.err }
 
 func isImmutable(err error) bool {
 	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "immutable")
@@ -457,6 +468,28 @@ func (m *Manager) waitForCRDs(ctx context.Context, cs ChangeSet) error {
 		if err != nil {
 			return &ObjectError{ID: c.ID, Origin: c.Origin, Err: fmt.Errorf("not Established within %s: %w", m.opts.WaitTimeout, err)}
 		}
+		// Discovery can lag behind Established by some milliseconds: the
+		// custom resources are validated only once their kind is served.
+		if err := m.waitForKind(ctx, crd); err != nil {
+			return &ObjectError{ID: c.ID, Origin: c.Origin, Err: err}
+		}
+	}
+	return nil
+}
+
+// waitForKind waits until the client's RESTMapper knows the kind that crd
+// defines, at its storage version.
+func (m *Manager) waitForKind(ctx context.Context, crd *unstructured.Unstructured) error {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	gk := schema.GroupKind{Group: group, Kind: kind}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, m.opts.WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		_, last = m.client.RESTMapper().RESTMapping(gk)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("its kind %s is not served within %s: %w", gk, m.opts.WaitTimeout, errors.Join(err, last))
 	}
 	return nil
 }

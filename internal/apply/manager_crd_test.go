@@ -2,7 +2,6 @@ package apply_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 
@@ -12,15 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// skipIfDiscoveryLagBug skips a test that failed only because of the bug
-// that TestACustomResourceOfANewCRDWaitsForDiscovery shows.
-func skipIfDiscoveryLagBug(t *testing.T, err error) {
-	t.Helper()
-	if err != nil && strings.Contains(err.Error(), "no matches for kind") {
-		t.Skipf("BUG: a custom resource applied with its CRD fails when discovery lags behind the CRD's Established condition (waitForCRDs in manager_apply.go): %v", err)
-	}
-}
 
 // lateDiscovery plays an API server whose discovery lags behind a new
 // CRD: for its first lag questions about kind gk once the CRD is
@@ -127,7 +117,6 @@ func TestACustomResourceOfANewCRDWaitsForDiscovery(t *testing.T) {
 
 	cs, err := newManagerWith(late, ns).Apply(context.Background(), p)
 
-	skipIfDiscoveryLagBug(t, err)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}

@@ -118,7 +118,7 @@ func (m *Manager) waitWave(ctx context.Context, w Wave) error {
 				timeout = time.Until(deadline)
 			}
 		}
-		last := -1
+		last := 0 // Progress was told 0 when the wait began
 		return m.waitHealthy(ctx, w.Steps, timeout, func(healthy, _ int) {
 			if o.Progress != nil && healthy != last {
 				last = healthy
