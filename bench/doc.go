@@ -1,6 +1,6 @@
-// Command bench measures driftless against the DESIGN.md targets on a
-// local control plane (internal/testenv), side by side with the floor it is
-// judged by, in one run:
+// Command bench measures driftless against its performance targets
+// (docs/performance.md) on a local control plane (internal/testenv), side
+// by side with the floor it is judged by, in one run:
 //
 //   - first sync of N generated objects: driftless (the engine in-process,
 //     as the agent wires it) against `kubectl apply --server-side` of the

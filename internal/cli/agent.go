@@ -29,6 +29,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
+	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/controller"
 	"github.com/driftless/driftless/internal/render"
 )
@@ -226,8 +227,8 @@ func restConfig(path string) (*rest.Config, bool, error) {
 	return cfg, false, nil
 }
 
-// install creates or updates the Sync CRD, the agent's namespace and the
-// root Sync.
+// install creates or updates the Sync CRD and its admission policy, the
+// agent's namespace and the root Sync.
 func install(ctx context.Context, c client.Client, o *agentOptions) error {
 	def, err := crd.SyncCRD()
 	if err != nil {
@@ -251,6 +252,21 @@ func install(ctx context.Context, c client.Client, o *agentOptions) error {
 	})
 	if err != nil {
 		return fmt.Errorf("the Sync CRD did not become Established: %w", err)
+	}
+	// The policy that refuses a Sync whose namespace and name do not fit
+	// its objects' label. Without it (an API server before 1.30, or no
+	// permission) such a Sync is still refused, as InvalidSpec, before it
+	// writes anything.
+	policies, err := crd.SyncPolicies()
+	if err != nil {
+		return err
+	}
+	for _, p := range policies {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(p), client.FieldOwner(apply.FieldManager), client.ForceOwnership); err != nil {
+			ctrl.Log.Info("could not install the admission policy for Sync names; over-long names stall as InvalidSpec instead",
+				"kind", p.GetKind(), "name", p.GetName(), "error", err.Error())
+			break
+		}
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.namespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
