@@ -98,13 +98,20 @@ func (e *ObjectError) Error() string {
 
 func (e *ObjectError) Unwrap() error { return e.Err }
 
+// ErrValidationIncomplete means the API server could not answer a
+// server-side dry-run (a timeout, throttling, an unreachable webhook):
+// nothing was written, and a retry may succeed.
+var ErrValidationIncomplete = errors.New("validation could not complete")
+
 // ValidationError means the server-side dry-run refused one or more
-// objects, so nothing (or, for objects that could only be validated once
-// their Namespace or CRD existed, only those prerequisites) was written.
+// objects, so nothing was written — or, for objects that could only be
+// validated once their Namespace or CRD existed, only what came before
+// them: earlier waves, and those Namespaces and CRDs.
 type ValidationError struct {
 	Errs []*ObjectError
 	// Written lists what was written before the failing objects could be
-	// validated (new Namespaces and CRDs); empty in the common case.
+	// validated (earlier waves, new Namespaces and CRDs); empty in the
+	// common case.
 	Written ChangeSet
 }
 
@@ -114,7 +121,7 @@ func (e *ValidationError) Error() string {
 	if len(e.Written) == 0 {
 		b.WriteString(", nothing was applied")
 	} else {
-		fmt.Fprintf(&b, "; only the %d Namespace(s)/CRD(s) they need were applied", len(e.Written))
+		fmt.Fprintf(&b, "; only the %d object(s) written before they could be validated were applied (earlier waves, and the Namespaces/CRDs they need)", len(e.Written))
 	}
 	for _, oe := range e.Errs {
 		b.WriteString("\n- ")
@@ -127,19 +134,27 @@ func (e *ValidationError) Error() string {
 // errors joined with errors.Join).
 func FailedIDs(err error) []plan.ID {
 	var ids []plan.ID
+	for _, oe := range ObjectErrors(err) {
+		ids = append(ids, oe.ID)
+	}
+	return ids
+}
+
+// ObjectErrors returns every *ObjectError in err: joined with errors.Join,
+// wrapped, or listed by a *ValidationError.
+func ObjectErrors(err error) []*ObjectError {
+	var out []*ObjectError
 	var walk func(error)
 	walk = func(err error) {
 		if err == nil {
 			return
 		}
 		if oe, ok := err.(*ObjectError); ok {
-			ids = append(ids, oe.ID)
+			out = append(out, oe)
 			return
 		}
 		if ve, ok := err.(*ValidationError); ok {
-			for _, oe := range ve.Errs {
-				ids = append(ids, oe.ID)
-			}
+			out = append(out, ve.Errs...)
 			return
 		}
 		switch u := err.(type) {
@@ -152,7 +167,7 @@ func FailedIDs(err error) []plan.ID {
 		}
 	}
 	walk(err)
-	return ids
+	return out
 }
 
 // ConflictError means that the object in the cluster carries another

@@ -36,7 +36,8 @@ type Options struct {
 type WaitOptions struct {
 	// Last makes Apply wait for the last wave too (spec.wait).
 	Last bool
-	// Timeout bounds each wait; zero waits until the context ends.
+	// Timeout bounds each wait; zero waits until the context's deadline,
+	// or an hour when it has none.
 	Timeout time.Duration
 	// Progress, when set, is told when a wave starts waiting and each
 	// time its count of healthy objects changes.

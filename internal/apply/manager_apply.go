@@ -207,7 +207,7 @@ func validationErrors(results []checked, written ChangeSet) error {
 	if len(transient) > 0 {
 		// The server could not answer (timeout, throttling, an unreachable
 		// webhook): nothing was written, and a retry may succeed.
-		return fmt.Errorf("validation could not complete, nothing was applied: %w", errors.Join(transient...))
+		return fmt.Errorf("%w, nothing was applied: %w", ErrValidationIncomplete, errors.Join(transient...))
 	}
 	if len(errs) == 0 {
 		return nil
@@ -324,18 +324,18 @@ func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
 }
 
 func (m *Manager) check(ctx context.Context, s plan.Step, desired, live *unstructured.Unstructured) checked {
-	if live != nil && live.GetAnnotations()[v1alpha1.ReconcileAnnotation] == v1alpha1.Disabled {
-		return checked{step: s, action: Skipped, live: live, reason: v1alpha1.ReconcileAnnotation + ": disabled on the object in the cluster"}
-	}
-	if live != nil && live.GetDeletionTimestamp() != nil {
-		return checked{step: s, err: errors.New("the object is being deleted; it will be re-created once it is gone")}
-	}
 	owner, labelled := "", false
 	if live != nil {
 		owner, labelled = live.GetLabels()[v1alpha1.SyncLabel]
 		if labelled && owner != m.opts.Owner {
 			return checked{step: s, live: live, err: &ConflictError{Owner: owner, Claimant: m.opts.Owner}}
 		}
+	}
+	if live != nil && live.GetAnnotations()[v1alpha1.ReconcileAnnotation] == v1alpha1.Disabled {
+		return checked{step: s, action: Skipped, live: live, reason: v1alpha1.ReconcileAnnotation + ": disabled on the object in the cluster"}
+	}
+	if live != nil && live.GetDeletionTimestamp() != nil {
+		return checked{step: s, err: errors.New("the object is being deleted; it will be re-created once it is gone")}
 	}
 	r := m.checkApply(ctx, s, desired, live)
 	r.adopted = r.err == nil && live != nil && !labelled

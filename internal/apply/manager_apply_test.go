@@ -138,7 +138,7 @@ func TestApplyValidatesObjectsInNewNamespacesAndKindsOnceThoseExist(t *testing.T
 			t.Errorf("Written (-want +got):\n%s", diff)
 		}
 		expectActions(t, cs, "Namespace/"+newNS+" Created")
-		expectContains(t, err, "only the 1 Namespace(s)/CRD(s) they need were applied",
+		expectContains(t, err, "only the 1 object(s) written before they could be validated were applied",
 			"Deployment/"+newNS+"/web (apps/web.yaml#0)", "selector")
 		if got := apply.FailedIDs(err); !cmp.Equal(got, []plan.ID{{Group: "apps", Kind: "Deployment", Namespace: newNS, Name: "web"}}) {
 			t.Errorf("FailedIDs = %v, want only the Deployment", got)

@@ -26,7 +26,7 @@ type pruned struct {
 // with driftless.dev/prune: disabled; the others are reported as Skipped.
 // Objects already gone are left out of the ChangeSet. It attempts every
 // entry and returns the errors of those it could not delete, which stay
-// in the inventory for the next sync (see Remaining).
+// in the inventory for the next sync (see inventory.FailedPrunes).
 func (m *Manager) Prune(ctx context.Context, entries []plan.Entry) (ChangeSet, error) {
 	results := byRank(ctx, m, entries, func(e plan.Entry) plan.Rank { return plan.RankOf(e.ID) }, m.pruneOne)
 	var cs ChangeSet

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -97,6 +98,14 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	opts.DryRun = report || !decision.Revert
 	change, err := apply.NewManager(r.Applier, opts).ApplyOne(ctx, step)
 	release()
+	var conflict *apply.ConflictError
+	if errors.As(err, &conflict) {
+		// Relabelled for another Sync: not this Sync's to revert. Its
+		// next sync reports the conflict.
+		logger.Info("drift check found the object owned by another Sync", "error", err.Error())
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonConflict, "Revert", "%s", truncate(err.Error()))
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		logger.Error(err, "drift check failed")
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Revert", "%s", truncate(err.Error()))

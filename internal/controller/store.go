@@ -16,10 +16,10 @@ import (
 // applied, when it last compared every object, and the gate that keeps a
 // drift check from acting while a sync writes.
 //
-// The gate is what makes a revert safe: a sync holds it while it writes
-// (apply and prune, not while it waits for health) and records what it
-// wrote before letting go; a drift check holds it shared while it reads
-// the desired object and re-applies it. So a drift check never reverts an
+// The gate is what makes a revert safe: a sync holds it from its first
+// request to its last — validation, apply and prune, not while it waits
+// for health — and records what it wrote before letting go; a drift check
+// holds it shared while it reads the desired object and re-applies it. So a drift check never reverts an
 // object to a render older than what the running sync wrote, and never
 // re-creates an object the sync has just pruned.
 type Store struct {
@@ -166,8 +166,17 @@ func (w *Writer) Record(cs apply.ChangeSet, objects map[plan.ID]render.Object) {
 	}
 }
 
-// Replace makes objects, a render applied in full, the only desired
-// objects: anything not in it is no longer reverted.
+// Forget makes drift checks leave ids alone until a sync records them
+// again.
+func (w *Writer) Forget(ids ...plan.ID) {
+	for _, id := range ids {
+		delete(w.st.applied, id)
+	}
+}
+
+// Replace makes objects, a render applied in full (or compared in full by
+// a dry run), the only desired objects: anything not in it is no longer
+// reverted or reported.
 func (w *Writer) Replace(objects []render.Object) {
 	w.st.applied = make(map[plan.ID]render.Object, len(objects))
 	for _, o := range objects {

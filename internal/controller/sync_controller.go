@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
@@ -198,7 +199,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	// With selfHeal off, a revision and spec already applied are only
 	// compared: drift is reported, not reverted.
 	o.dryRun = r.DryRun || s.DryRun() ||
-		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == s.Status.LastAppliedGeneration)
+		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == appliedGeneration(&s.Status))
 	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision)
 	if err != nil {
 		return fail(reason, err)
@@ -214,14 +215,17 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		byID[plan.IDOf(obj.Object)] = obj
 	}
 	in := engine.Input{Sync: s, Objects: objects, Inventory: previous, DryRun: o.dryRun}
-	var w *Writer
+	// The gate is held from the first request to the last (validation
+	// included, so that the objects compared are the objects written),
+	// except while waiting for health.
+	w := r.Store.BeginWrite(key, s.UID)
+	released := false
+	defer func() {
+		if !released {
+			w.Release()
+		}
+	}()
 	if !o.dryRun {
-		w = r.Store.BeginWrite(key, s.UID)
-		defer func() {
-			if w != nil {
-				w.Release()
-			}
-		}()
 		in.Known = r.knownUnchanged(s, w)
 	}
 	in.Wait = apply.WaitOptions{
@@ -231,9 +235,6 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 			r.writeProgress(ctx, s, progressOf(o.revision, p, len(objects)), len(p.Wave.Steps))
 		},
 		Around: func(ctx context.Context, wave apply.Wave, wait func(context.Context) error) error {
-			if w == nil {
-				return untilSuperseded(ctx, req, o.revision, wait)
-			}
 			// What this wave wrote is what drift reverts to from now on;
 			// drift checks run while the sync waits.
 			w.Record(wave.Changes, byID)
@@ -242,15 +243,16 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	}
 	res := engine.Run(ctx, r.Applier, in)
 	o.changes, o.inventory = res.Changes, res.Inventory
-	if w != nil {
-		if res.Err == nil {
-			w.Replace(objects)
-		} else {
-			w.Record(res.Changes, byID)
-		}
-		w.Release()
-		w = nil
+	switch {
+	case res.Err == nil:
+		// A dry run's render is what drift is reported against.
+		w.Replace(objects)
+	case !o.dryRun:
+		w.Record(res.Changes, byID)
+		w.Forget(uncertain(res)...)
 	}
+	w.Release()
+	released = true
 	if res.Err != nil {
 		if errors.Is(res.Err, errSuperseded) {
 			return fail(v1alpha1.ReasonProgressing, res.Err)
@@ -258,8 +260,8 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		return fail(res.Reason, res.Err)
 	}
 	if r.Watches != nil {
-		// Objects applied before are watched even by a dry run, so that
-		// drift is reported at once.
+		// A dry run watches the objects applied before, so that drift is
+		// reported at once against its render.
 		watched := o.inventory
 		if o.dryRun {
 			watched = previous
@@ -275,6 +277,37 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	}
 	o.duration = time.Since(o.started)
 	return o
+}
+
+// uncertain returns the objects a failed sync leaves no drift check may
+// revert: a write that failed may have happened or not (a forced
+// re-creation may have deleted the object), and an object the sync meant
+// to prune is not in git any more. The next sync decides for them.
+func uncertain(res engine.Result) []plan.ID {
+	var ve *apply.ValidationError
+	if errors.As(res.Err, &ve) || errors.Is(res.Err, apply.ErrValidationIncomplete) {
+		return nil // nothing failed to be written
+	}
+	ids := apply.FailedIDs(res.Err)
+	if res.Reason == v1alpha1.ReasonPruneFailed {
+		for _, e := range res.Plan.Prune {
+			ids = append(ids, e.ID)
+		}
+	}
+	return ids
+}
+
+// appliedGeneration is the generation last applied: lastAppliedGeneration,
+// or, for a Sync last recorded before that field existed, the observed
+// generation of a sync that succeeded.
+func appliedGeneration(st *v1alpha1.SyncStatus) int64 {
+	if st.LastAppliedGeneration == 0 {
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil &&
+			c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonSucceeded {
+			return st.ObservedGeneration
+		}
+	}
+	return st.LastAppliedGeneration
 }
 
 // knownUnchanged returns, when it is safe, a test for objects whose
@@ -297,7 +330,7 @@ func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, w *Writer) func(plan.S
 // unchanged and its render cached, and watchedAndRecent holds: then the
 // interval has nothing to do.
 func (r *SyncReconciler) watchedAndCurrent(s *v1alpha1.Sync, revision string) bool {
-	if revision != s.Status.LastAppliedRevision || s.Generation != s.Status.LastAppliedGeneration || !r.watchedAndRecent(s) {
+	if revision != s.Status.LastAppliedRevision || s.Generation != appliedGeneration(&s.Status) || !r.watchedAndRecent(s) {
 		return false
 	}
 	_, ok := r.Store.Rendered(s.Namespace+"/"+s.Name, s.UID, revision, s.Generation)

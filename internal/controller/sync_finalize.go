@@ -204,7 +204,7 @@ func (r *SyncReconciler) cleanUp(ctx context.Context, s *v1alpha1.Sync, entries 
 			kept = append(kept, byID[ch.ID])
 		}
 	}
-	for _, oe := range objectErrors(err) {
+	for _, oe := range apply.ObjectErrors(err) {
 		cause := errors.Unwrap(oe.Err) // without Prune's "prune failed: "
 		if cause == nil {
 			cause = oe.Err
@@ -297,25 +297,6 @@ func unlabel(ctx context.Context, c client.Client, owner string, e plan.Entry, d
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// objectErrors returns every *apply.ObjectError joined in err.
-func objectErrors(err error) []*apply.ObjectError {
-	if err == nil {
-		return nil
-	}
-	if joined, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []*apply.ObjectError
-		for _, e := range joined.Unwrap() {
-			out = append(out, objectErrors(e)...)
-		}
-		return out
-	}
-	var oe *apply.ObjectError
-	if errors.As(err, &oe) {
-		return []*apply.ObjectError{oe}
-	}
-	return nil
 }
 
 // summary is the event message of a cleanup that finished.

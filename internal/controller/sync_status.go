@@ -95,16 +95,11 @@ func (o outcome) message() string {
 // driftless.dev/sync label (made by hand, or by Flux v1) and are the
 // Sync's now, to be reverted and pruned like the rest.
 func adoptedMessage(adopted apply.ChangeSet) string {
-	const shown = 5
-	names := make([]string, 0, shown)
+	ids := make([]plan.ID, len(adopted))
 	for i, c := range adopted {
-		if i == shown {
-			names = append(names, fmt.Sprintf("and %d more", len(adopted)-shown))
-			break
-		}
-		names = append(names, c.ID.String())
+		ids[i] = c.ID
 	}
-	return fmt.Sprintf("adopted %d object(s) that had no %s label: %s", len(adopted), v1alpha1.SyncLabel, strings.Join(names, ", "))
+	return fmt.Sprintf("adopted %d object(s) that had no %s label: %s", len(adopted), v1alpha1.SyncLabel, names(ids))
 }
 
 // wouldDo lists what a dry run would change, object by object.

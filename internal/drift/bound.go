@@ -32,7 +32,7 @@ const (
 	// requests over 1.5 MiB (--max-request-bytes, 1,572,864 bytes), and
 	// a Sync is stored as JSON in one request. The inventory is not
 	// counted here and not cut: at 10,000 objects it takes about 0.6 to
-	// 1 MiB ({"id":"<ns>_<name>_<group>_<kind>","v":"v1"} is 50 to 100
+	// 1 MiB ({"id":"<group>/<Kind>/<ns>/<name>","v":"v1"} is 50 to 100
 	// bytes an entry). 128 KiB for the rest leaves that room, plus spec,
 	// metadata and managedFields (a few KiB). It holds MaxDrift
 	// incidents of ordinary size (about 1 KiB each) many times over; only

@@ -88,7 +88,7 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 		var unhealthy *apply.UnhealthyError
 		switch {
 		case errors.As(err, &ve):
-			if len(ve.Written) > 0 {
+			if len(ve.Written) > 0 && !in.DryRun {
 				// Namespaces and CRDs written before the failing objects
 				// could be validated are ours now: track them for prune.
 				res.Changes = ve.Written
@@ -104,6 +104,11 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 			// not prune until a sync is healthy.
 			res.Inventory = inventory.Union(in.Inventory, inventory.Touched(res.Changes, p))
 			return fail(v1alpha1.ReasonHealthCheckFailed, err)
+		}
+		if errors.Is(err, apply.ErrValidationIncomplete) || in.DryRun {
+			// Nothing was written.
+			res.Inventory = nil
+			return fail(v1alpha1.ReasonApplyFailed, err)
 		}
 		// A write failed part-way, or a wait was ended by the caller (who
 		// words that): keep every object of the old and the new set, so

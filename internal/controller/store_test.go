@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/engine"
+	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/render"
+)
+
+func storeObject(name, value string) render.Object {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace("ns")
+	u.SetName(name)
+	_ = unstructured.SetNestedField(u.Object, value, "data", "key")
+	return render.Object{Object: u}
+}
+
+func TestAStoreGivesDriftChecksOnlyWhatASyncWrote(t *testing.T) {
+	s := NewStore()
+	a1, b1 := storeObject("a", "1"), storeObject("b", "1")
+	a2 := storeObject("a", "2")
+	idA, idB := plan.IDOf(a1.Object), plan.IDOf(b1.Object)
+	desired := func(uid types.UID, id plan.ID) (string, bool) {
+		t.Helper()
+		c, ok := s.BeginCheck("ns/fleet")
+		if !ok {
+			t.Fatal("a drift check was kept out with no sync running")
+		}
+		defer c.Release()
+		o, ok := c.Desired(uid, id)
+		if !ok {
+			return "", false
+		}
+		v, _, _ := unstructured.NestedString(o.Object.Object, "data", "key")
+		return v, true
+	}
+
+	w := s.BeginWrite("ns/fleet", "uid-1")
+	if _, ok := s.BeginCheck("ns/fleet"); ok {
+		t.Fatal("a drift check ran while a sync held the gate")
+	}
+	w.Replace([]render.Object{a1, b1})
+	w.Release()
+	if v, _ := desired("uid-1", idA); v != "1" {
+		t.Errorf("after a full sync, a reverts to %q, want 1", v)
+	}
+
+	// A sync that wrote a at its new render and pruned b, then failed.
+	w = s.BeginWrite("ns/fleet", "uid-1")
+	w.Record(apply.ChangeSet{{ID: idA, Action: apply.Configured}, {ID: idB, Action: apply.Pruned}},
+		map[plan.ID]render.Object{idA: a2})
+	w.Release()
+	if v, _ := desired("uid-1", idA); v != "2" {
+		t.Errorf("a written by the failed sync reverts to %q, want its new render 2", v)
+	}
+	if _, ok := desired("uid-1", idB); ok {
+		t.Error("b, pruned by the sync, would be re-created by a drift check")
+	}
+
+	// An object whose write may or may not have happened is left alone.
+	w = s.BeginWrite("ns/fleet", "uid-1")
+	w.Forget(idA)
+	w.Release()
+	if _, ok := desired("uid-1", idA); ok {
+		t.Error("an object of uncertain state would be reverted")
+	}
+
+	// A Sync deleted and created again with the same name starts empty.
+	w = s.BeginWrite("ns/fleet", "uid-1")
+	w.Replace([]render.Object{a1})
+	w.Release()
+	if _, ok := desired("uid-2", idA); ok {
+		t.Error("a new Sync of the same name reverts to the old Sync's render")
+	}
+	w = s.BeginWrite("ns/fleet", "uid-2")
+	_, kept := w.Applied(idA)
+	w.Release()
+	if kept {
+		t.Error("a sync of the new Sync sees the old Sync's render")
+	}
+}
+
+func TestAFailedSyncLeavesItsUncertainObjectsToTheNextSync(t *testing.T) {
+	a := plan.ID{Kind: "ConfigMap", Namespace: "ns", Name: "a"}
+	gone := plan.ID{Kind: "ConfigMap", Namespace: "ns", Name: "gone"}
+	failedWrite := errors.Join(&apply.ObjectError{ID: a, Err: errors.New("apply failed: admission webhook refused")})
+	tests := []struct {
+		name string
+		res  engine.Result
+		want []plan.ID
+	}{
+		{"a failed write (maybe a half-done re-creation)", engine.Result{Reason: v1alpha1.ReasonApplyFailed, Err: failedWrite}, []plan.ID{a}},
+		{"a failed prune: nothing meant to be pruned is reverted",
+			engine.Result{Reason: v1alpha1.ReasonPruneFailed, Err: errors.Join(&apply.ObjectError{ID: gone, Err: errors.New("forbidden")}),
+				Plan: plan.Plan{Prune: []plan.Entry{{ID: gone}}}}, []plan.ID{gone, gone}},
+		{"a refused validation wrote nothing", engine.Result{Reason: v1alpha1.ReasonValidationFailed,
+			Err: &apply.ValidationError{Errs: []*apply.ObjectError{{ID: a, Err: errors.New("invalid")}}}}, nil},
+		{"an unanswered validation wrote nothing", engine.Result{Reason: v1alpha1.ReasonApplyFailed,
+			Err: errors.Join(apply.ErrValidationIncomplete, &apply.ObjectError{ID: a, Err: errors.New("503")})}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := uncertain(tc.res)
+			if len(got) != len(tc.want) {
+				t.Fatalf("uncertain = %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("uncertain = %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestAppliedGenerationOfASyncRecordedBeforeTheFieldExisted(t *testing.T) {
+	ready := []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSucceeded}}
+	failed := []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonFetchFailed}}
+	for _, tc := range []struct {
+		name string
+		st   v1alpha1.SyncStatus
+		want int64
+	}{
+		{"the field set", v1alpha1.SyncStatus{LastAppliedGeneration: 3, ObservedGeneration: 4, Conditions: failed}, 3},
+		{"an old Ready Sync: its observed generation was applied", v1alpha1.SyncStatus{ObservedGeneration: 4, Conditions: ready}, 4},
+		{"an old failed Sync: unknown", v1alpha1.SyncStatus{ObservedGeneration: 4, Conditions: failed}, 0},
+	} {
+		if got := appliedGeneration(&tc.st); got != tc.want {
+			t.Errorf("%s: appliedGeneration = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
