@@ -36,23 +36,7 @@ func TestSeedStoryPrunedCustomResourcesStayPruned(t *testing.T) {
 		crd.SetName("widgets." + group)
 		_ = c.Delete(context.Background(), crd)
 	})
-	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.%[1]s
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`, group)
+	crd := testenv.CRDManifest(group, "Widget", "widgets")
 	widget := func(i int) string {
 		return fmt.Sprintf("apiVersion: %s/v1\nkind: Widget\nmetadata:\n  name: w-%d\n  namespace: %s\nspec:\n  size: %d\n", group, i, ns, i)
 	}

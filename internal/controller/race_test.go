@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // raceIterations is how many commits TestPruneChangeAndRecreateNeverComeBack
@@ -35,27 +36,7 @@ func TestPruneChangeAndRecreateNeverComeBack(t *testing.T) {
 			_ = c.Delete(context.Background(), crd)
 		}
 	})
-	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.%[1]s
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer}
-`, group)
+	crd := testenv.CRDManifest(group, "Gadget", "gadgets")
 	gadget := func(i int) string {
 		return fmt.Sprintf("apiVersion: %s/v1\nkind: Gadget\nmetadata:\n  name: g-%d\nspec:\n  size: %d\n", group, i, i)
 	}

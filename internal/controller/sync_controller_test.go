@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 func deployment(ns, name, memory string) string {
@@ -179,27 +180,7 @@ func TestHandEditIsRevertedAtTheNextSync(t *testing.T) {
 func TestCRDAndItsCustomResourceInOneCommit(t *testing.T) {
 	h := newHarness(t)
 	group := strings.ReplaceAll(h.ns, "-", "") + ".example.com"
-	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.%[1]s
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer}
-`, group)
+	crd := testenv.CRDManifest(group, "Widget", "widgets")
 	t.Cleanup(func() {
 		_ = c.Delete(context.Background(), get(t, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets."+group))
 	})
