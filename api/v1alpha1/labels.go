@@ -16,7 +16,8 @@ const (
 	// deletes objects that carry the pruning Sync's value.
 	SyncLabel = "driftless.dev/sync"
 	// OriginAnnotation says where in git an object came from:
-	// "<path>#<document index>@<short revision>".
+	// "<path>#<document index>@<short revision>", or for an object a
+	// kustomization built "<kustomization file> → <file>@<short revision>".
 	OriginAnnotation = "driftless.dev/origin"
 	// PruneAnnotation set to "disabled" keeps an object when it is removed
 	// from git.

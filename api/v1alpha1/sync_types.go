@@ -154,7 +154,9 @@ type SyncSpec struct {
 	Source Source `json:"source"`
 	// Paths are directories or files in the repository to apply, relative
 	// to its root. Every *.yaml, *.yml and *.json under them is read,
-	// recursively. Empty means the whole repository.
+	// recursively, except in a directory that holds a kustomization.yaml,
+	// kustomization.yml or Kustomization: that directory is built with
+	// Kustomize instead. Empty means the whole repository.
 	// +optional
 	Paths []string `json:"paths,omitempty"`
 	// Interval between syncs, a Go duration such as "1m" or "1h30m".
@@ -216,6 +218,20 @@ type SyncSpec struct {
 	// +kubebuilder:default=Orphan
 	// +optional
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+	// Kustomize configures the build of the directories in paths that
+	// hold a kustomization.yaml.
+	// +optional
+	Kustomize *KustomizeSpec `json:"kustomize,omitempty"`
+}
+
+// KustomizeSpec configures how a Sync builds kustomizations.
+type KustomizeSpec struct {
+	// AllowRemote lets kustomizations name remote bases and resources
+	// (URLs, git repositories). Without it they are refused. driftless
+	// does not fetch them yet: with it they are refused too, with an
+	// error that says so; vendor remote bases into the repository.
+	// +optional
+	AllowRemote bool `json:"allowRemote,omitempty"`
 }
 
 // InventoryEntry identifies one object a Sync applied.

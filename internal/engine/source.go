@@ -68,5 +68,6 @@ func (o RenderOptions) forSync(s *v1alpha1.Sync, dir, revision string) render.Op
 		TargetNamespace: s.Spec.TargetNamespace,
 		Scope:           o.Scope,
 		Budgets:         o.Budgets,
+		Kustomize:       render.KustomizeOptions{AllowRemote: s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote},
 	}
 }

@@ -92,10 +92,31 @@ func (r *renderer) stop(o Origin, object string, err error) {
 func (r *renderer) countFile() bool {
 	r.used.files++
 	if r.used.files > r.budgets.MaxFiles {
-		r.stop(Origin{}, "", overBudget(fmt.Sprintf("the paths hold more than %d manifest files", r.budgets.MaxFiles), "--render-max-files"))
+		r.stop(Origin{}, "", r.filesError())
 		return false
 	}
 	return true
+}
+
+// countRead counts a file a kustomization reads, once per render, and
+// returns an error wrapping ErrOverBudget if it is over budget.
+func (r *renderer) countRead(name string) error {
+	if r.read[name] {
+		return nil
+	}
+	if r.read == nil {
+		r.read = map[string]bool{}
+	}
+	r.read[name] = true
+	r.used.files++
+	if r.used.files > r.budgets.MaxFiles {
+		return r.filesError()
+	}
+	return nil
+}
+
+func (r *renderer) filesError() error {
+	return overBudget(fmt.Sprintf("the paths hold more than %d manifest files", r.budgets.MaxFiles), "--render-max-files")
 }
 
 // countDocument counts the document at o and reports whether it is within
@@ -151,8 +172,14 @@ func (r *renderer) countDecoded(o Origin, size int64) bool {
 // aliasesOverBudget records that the document at o would exceed MaxBytes
 // once its aliases were expanded.
 func (r *renderer) aliasesOverBudget(o Origin) {
-	r.stop(o, "", overBudget(fmt.Sprintf("expanding the YAML aliases of this document would take more than the %s left of the limit of %s on decoded documents; repeat large values through aliases less often",
-		formatBytes(r.decodedLeft()), formatBytes(r.budgets.MaxBytes)), "--render-max-bytes"))
+	r.stop(o, "", r.aliasesError())
+}
+
+// aliasesError is the error of a document whose aliases would exceed
+// MaxBytes once expanded.
+func (r *renderer) aliasesError() error {
+	return overBudget(fmt.Sprintf("expanding the YAML aliases of this document would take more than the %s left of the limit of %s on decoded documents; repeat large values through aliases less often",
+		formatBytes(r.decodedLeft()), formatBytes(r.budgets.MaxBytes)), "--render-max-bytes")
 }
 
 // formatBytes says n in the largest unit that keeps it at least 1:

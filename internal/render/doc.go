@@ -1,10 +1,16 @@
 // Package render turns the files of a git checkout into the Kubernetes
-// objects a Sync wants: it reads plain YAML and JSON manifests, splits
-// multi-document files, expands Lists, defaults namespaces, and labels and
+// objects a Sync wants. Generators make objects: plain YAML and JSON
+// manifests (multi-document files split, Lists expanded), and directories
+// that hold a kustomization, built with Kustomize. One settling step then
+// defaults namespaces, finds objects defined twice, and labels and
 // annotates each object with its Sync and its origin in git.
 //
 // It reads only through an os.Root of the checkout, so neither a path nor a
-// symbolic link in the repository can make it read outside the checkout.
+// symbolic link in the repository can make it read outside the checkout;
+// Kustomize reads through a filesystem on that root which refuses paths
+// outside the checkout, and remote bases and resources are refused before
+// Kustomize runs, so that it fetches nothing.
+//
 // It refuses files larger than 8 MiB, and renders that exceed their Budgets
 // of files, documents, objects and bytes, counting what YAML aliases
 // expand to before expanding them.
@@ -13,10 +19,12 @@
 // file, line and document, and the object, and says what to change. Render
 // reports every problem it finds, not only the first.
 //
-// It is not a client: it talks to no cluster, and learns which kinds are
+// It is not a client: it talks to no cluster and no network, and learns which kinds are
 // namespaced through a ScopeResolver. It does not order, diff or apply
 // objects (see internal/plan and internal/apply), and it does not validate
 // them beyond what driftless itself reads; the API server does that.
-// For now it renders plain manifests only: kustomize, Helm and SOPS
-// decryption are still to come.
+//
+// Kustomize runs with every plugin off: no exec, container or Go plugin
+// functions and no Helm inflation. Helm charts and SOPS decryption are
+// still to come.
 package render

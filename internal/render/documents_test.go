@@ -21,46 +21,46 @@ func TestRenderSplitsDocuments(t *testing.T) {
 		name: "documents are split on --- lines and keep their start lines",
 		file: configMap("a") + "---\n" + configMap("b") + "--- # the third\n" + configMap("c"),
 		want: []rendered{
-			{Origin{"app.yaml", 0, 1}, "ConfigMap/default/a"},
-			{Origin{"app.yaml", 1, 6}, "ConfigMap/default/b"},
-			{Origin{"app.yaml", 2, 11}, "ConfigMap/default/c"},
+			{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"},
+			{Origin{Path: "app.yaml", Doc: 1, Line: 6}, "ConfigMap/default/b"},
+			{Origin{Path: "app.yaml", Doc: 2, Line: 11}, "ConfigMap/default/c"},
 		},
 	}, {
 		name: "a file starting with --- starts with document 0",
 		file: "# a header comment\n---\n" + configMap("a"),
-		want: []rendered{{Origin{"app.yaml", 0, 3}, "ConfigMap/default/a"}},
+		want: []rendered{{Origin{Path: "app.yaml", Doc: 0, Line: 3}, "ConfigMap/default/a"}},
 	}, {
 		name: "empty and comment-only documents yield nothing but are counted",
 		file: "---\n# just a comment\n---\n---\n" + configMap("a") + "---\n\n---\n~\n---\n" + configMap("b") + "---\n",
 		want: []rendered{
-			{Origin{"app.yaml", 2, 5}, "ConfigMap/default/a"},
-			{Origin{"app.yaml", 5, 14}, "ConfigMap/default/b"},
+			{Origin{Path: "app.yaml", Doc: 2, Line: 5}, "ConfigMap/default/a"},
+			{Origin{Path: "app.yaml", Doc: 5, Line: 14}, "ConfigMap/default/b"},
 		},
 	}, {
 		name: "a ... line ends a document",
 		file: configMap("a") + "...\n" + configMap("b") + "...\n# trailing\n---\n" + configMap("c"),
 		want: []rendered{
-			{Origin{"app.yaml", 0, 1}, "ConfigMap/default/a"},
-			{Origin{"app.yaml", 1, 6}, "ConfigMap/default/b"},
-			{Origin{"app.yaml", 2, 13}, "ConfigMap/default/c"},
+			{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"},
+			{Origin{Path: "app.yaml", Doc: 1, Line: 6}, "ConfigMap/default/b"},
+			{Origin{Path: "app.yaml", Doc: 2, Line: 13}, "ConfigMap/default/c"},
 		},
 	}, {
 		name: "a document may start on its --- line",
 		file: configMap("a") + "--- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n",
 		want: []rendered{
-			{Origin{"app.yaml", 0, 1}, "ConfigMap/default/a"},
-			{Origin{"app.yaml", 1, 5}, "ConfigMap/default/b"},
+			{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"},
+			{Origin{Path: "app.yaml", Doc: 1, Line: 5}, "ConfigMap/default/b"},
 		},
 	}, {
 		name: "--- inside a block scalar does not split",
 		file: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  notes: |\n    ---\n    not a separator\n",
-		want: []rendered{{Origin{"app.yaml", 0, 1}, "ConfigMap/default/a"}},
+		want: []rendered{{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"}},
 	}, {
 		name: "Windows line endings and a byte order mark are understood",
 		file: "\ufeff---\r\n" + strings.ReplaceAll(configMap("a")+"---\n"+configMap("b"), "\n", "\r\n"),
 		want: []rendered{
-			{Origin{"app.yaml", 0, 2}, "ConfigMap/default/a"},
-			{Origin{"app.yaml", 1, 7}, "ConfigMap/default/b"},
+			{Origin{Path: "app.yaml", Doc: 0, Line: 2}, "ConfigMap/default/a"},
+			{Origin{Path: "app.yaml", Doc: 1, Line: 7}, "ConfigMap/default/b"},
 		},
 	}, {
 		name: "a v1 List is expanded into its items, which share its origin",
@@ -68,18 +68,18 @@ func TestRenderSplitsDocuments(t *testing.T) {
 			"- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n" +
 			"- apiVersion: v1\n  kind: List\n  items: [{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}]\n",
 		want: []rendered{
-			{Origin{"app.yaml", 0, 1}, "ConfigMap/default/a"},
-			{Origin{"app.yaml", 1, 6}, "ConfigMap/default/b"},
-			{Origin{"app.yaml", 1, 6}, "ConfigMap/default/c"},
+			{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"},
+			{Origin{Path: "app.yaml", Doc: 1, Line: 6}, "ConfigMap/default/b"},
+			{Origin{Path: "app.yaml", Doc: 1, Line: 6}, "ConfigMap/default/c"},
 		},
 	}, {
 		name: "a List that is not core v1 is an ordinary object",
 		file: "apiVersion: example.com/v1\nkind: List\nmetadata: {name: l}\nitems: [1]\n",
-		want: []rendered{{Origin{"app.yaml", 0, 1}, "List.example.com/default/l"}},
+		want: []rendered{{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "List.example.com/default/l"}},
 	}, {
 		name: "a JSON file is one document",
 		file: `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"x": "---"}}`,
-		want: []rendered{{Origin{"app.json", 0, 1}, "ConfigMap/default/a"}},
+		want: []rendered{{Origin{Path: "app.json", Doc: 0, Line: 1}, "ConfigMap/default/a"}},
 	}, {
 		name: "a JSON List is expanded too",
 		file: `{"apiVersion": "v1", "kind": "List", "items": [
@@ -87,8 +87,8 @@ func TestRenderSplitsDocuments(t *testing.T) {
 			{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}
 		]}`,
 		want: []rendered{
-			{Origin{"app.json", 0, 1}, "ConfigMap/default/a"},
-			{Origin{"app.json", 0, 1}, "ConfigMap/default/b"},
+			{Origin{Path: "app.json", Doc: 0, Line: 1}, "ConfigMap/default/a"},
+			{Origin{Path: "app.json", Doc: 0, Line: 1}, "ConfigMap/default/b"},
 		},
 	}, {
 		name: "an empty JSON file yields nothing",

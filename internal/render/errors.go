@@ -22,11 +22,15 @@ type Error struct {
 }
 
 // Error reads "workloads/app.yaml:7 (document 1): Deployment/web: <err>",
-// leaving out the parts that are not known.
+// or for an object a kustomization built "apps/prod/kustomization.yaml →
+// apps/base/web.yaml: Deployment/web: <err>", leaving out the parts that
+// are not known.
 func (e *Error) Error() string {
 	var b strings.Builder
 	switch {
 	case e.Origin.Path == "":
+	case e.Origin.From != "":
+		b.WriteString(e.Origin.String() + ": ")
 	case e.Origin.Line > 0:
 		fmt.Fprintf(&b, "%s:%d (document %d): ", e.Origin.Path, e.Origin.Line, e.Origin.Doc)
 	default:

@@ -9,8 +9,21 @@ import (
 )
 
 func TestOriginString(t *testing.T) {
-	if got, want := (Origin{Path: "workloads/app.yaml", Doc: 3, Line: 12}).String(), "workloads/app.yaml#3"; got != want {
-		t.Errorf("String() = %q, want %q", got, want)
+	tests := []struct {
+		name   string
+		origin Origin
+		want   string
+	}{
+		{"a manifest file", Origin{Path: "workloads/app.yaml", Doc: 3, Line: 12}, "workloads/app.yaml#3"},
+		{"an object a kustomization built", Origin{Path: "apps/prod/kustomization.yaml", From: "apps/base/web.yaml"}, "apps/prod/kustomization.yaml → apps/base/web.yaml"},
+		{"an object a kustomization generated", Origin{Path: "apps/prod/kustomization.yaml", From: "apps/prod/kustomization.yaml"}, "apps/prod/kustomization.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.origin.String(); got != tt.want {
+				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -21,9 +34,10 @@ func TestErrorMessage(t *testing.T) {
 		err  *Error
 		want string
 	}{
-		{"a problem with a document and an object", &Error{Origin{"workloads/app.yaml", 1, 7}, "Deployment/web", problem}, "workloads/app.yaml:7 (document 1): Deployment/web: something is wrong"},
-		{"a problem with a document", &Error{Origin{"app.yaml", 0, 1}, "", problem}, "app.yaml:1 (document 0): something is wrong"},
+		{"a problem with a document and an object", &Error{Origin{Path: "workloads/app.yaml", Doc: 1, Line: 7}, "Deployment/web", problem}, "workloads/app.yaml:7 (document 1): Deployment/web: something is wrong"},
+		{"a problem with a document", &Error{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "", problem}, "app.yaml:1 (document 0): something is wrong"},
 		{"a problem with a whole file", &Error{Origin{Path: "app.yaml"}, "", problem}, "app.yaml: something is wrong"},
+		{"a problem with an object a kustomization built", &Error{Origin{Path: "prod/kustomization.yaml", From: "base/web.yaml"}, "Deployment/web", problem}, "prod/kustomization.yaml → base/web.yaml: Deployment/web: something is wrong"},
 		{"a problem with a path", &Error{Origin{}, "", problem}, "something is wrong"},
 	}
 	for _, tt := range tests {
@@ -49,7 +63,7 @@ func TestErrorsCanBeTakenApart(t *testing.T) {
 	if !errors.Is(err, ErrUnknownKind) {
 		t.Errorf("errors.Is(err, ErrUnknownKind) = false for %v", err)
 	}
-	want := []Origin{{"a.yaml", 0, 1}, {"b.yaml", 0, 1}}
+	want := []Origin{{Path: "a.yaml", Line: 1}, {Path: "b.yaml", Line: 1}}
 	for _, err := range []error{err, fmt.Errorf("sync team-a/web: %w", err)} {
 		var got []Origin
 		for _, e := range Errors(err) {

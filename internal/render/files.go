@@ -15,17 +15,25 @@ const maxFileSize = 8 << 20
 
 var errTooLarge = fmt.Errorf("file is larger than the %d MiB limit; split it into smaller files", maxFileSize>>20)
 
-// manifestFiles returns the files under r.opts.Paths to read, in reading
-// order: Paths entry by entry, each walked depth-first with the entries of
-// a directory in lexical order. A file reached through two entries is read
-// once, at its first place.
-func (r *renderer) manifestFiles() []string {
+// generators returns what to read under r.opts.Paths, in reading order:
+// Paths entry by entry, each walked depth-first with the entries of a
+// directory in lexical order. A directory that holds a kustomization is
+// one generator, and the walk does not go into it; so is a Paths entry
+// that names a kustomization file. A file or kustomization reached
+// through two entries is read once, at its first place.
+func (r *renderer) generators() []generator {
 	entries := r.opts.Paths
 	if len(entries) == 0 {
 		entries = []string{"."}
 	}
-	var files []string
+	var gens []generator
 	seen := map[string]bool{}
+	add := func(g generator) {
+		if !seen[g.path()] {
+			seen[g.path()] = true
+			gens = append(gens, g)
+		}
+	}
 	for _, entry := range entries {
 		start, err := entryName(entry)
 		if err != nil {
@@ -43,14 +51,19 @@ func (r *renderer) manifestFiles() []string {
 			case d.IsDir() && d.Name() == ".git":
 				return fs.SkipDir
 			case d.IsDir():
+				if k, ok := r.kustomizationIn(name); ok {
+					add(k)
+					return fs.SkipDir
+				}
+			case name == start && isKustomizationFile(name):
+				add(kustomization{dir: path.Dir(name), file: name})
 			case !isManifest(name) && name == start:
-				r.fail(Origin{}, "", fmt.Errorf("path %q is not a .yaml, .yml or .json file", entry))
+				r.fail(Origin{}, "", fmt.Errorf("path %q is not a .yaml, .yml or .json file, nor a kustomization", entry))
 			case isManifest(name) && !seen[name]:
 				if !r.countFile() {
 					return fs.SkipAll
 				}
-				seen[name] = true
-				files = append(files, name)
+				add(manifestFile(name))
 			}
 			return nil
 		})
@@ -58,7 +71,7 @@ func (r *renderer) manifestFiles() []string {
 			break
 		}
 	}
-	return files
+	return gens
 }
 
 // entryName turns a Paths entry into a name in the checkout's fs.FS.
@@ -75,13 +88,17 @@ func entryName(entry string) (string, error) {
 
 func (r *renderer) entryError(entry string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		at := ""
-		if rev := r.shortRevision(); rev != "" {
-			at = " at revision " + rev
-		}
-		return fmt.Errorf("path %q not found in the repository%s", entry, at)
+		return fmt.Errorf("path %q not found in the repository%s", entry, r.atRevision())
 	}
 	return fmt.Errorf("path %q cannot be read: %w", entry, err)
+}
+
+// atRevision is " at revision <short revision>", or "" without a revision.
+func (r *renderer) atRevision() string {
+	if rev := r.shortRevision(); rev != "" {
+		return " at revision " + rev
+	}
+	return ""
 }
 
 func isManifest(name string) bool {

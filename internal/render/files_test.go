@@ -19,8 +19,8 @@ func TestRenderReadsFiles(t *testing.T) {
 		name:  "no paths means the whole checkout",
 		files: map[string]string{"app.yaml": configMap("a"), "deep/down/b.yaml": configMap("b")},
 		want: []rendered{
-			{Origin{"app.yaml", 0, 1}, "ConfigMap/default/a"},
-			{Origin{"deep/down/b.yaml", 0, 1}, "ConfigMap/default/b"},
+			{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"},
+			{Origin{Path: "deep/down/b.yaml", Doc: 0, Line: 1}, "ConfigMap/default/b"},
 		},
 	}, {
 		name: "directories are read depth-first with their entries in lexical order",
@@ -28,10 +28,10 @@ func TestRenderReadsFiles(t *testing.T) {
 			"b.yaml": configMap("b"), "a/z.yaml": configMap("z"), "a.yaml": configMap("a"), "a/b/c.yml": configMap("c"),
 		},
 		want: []rendered{
-			{Origin{"a/b/c.yml", 0, 1}, "ConfigMap/default/c"},
-			{Origin{"a/z.yaml", 0, 1}, "ConfigMap/default/z"},
-			{Origin{"a.yaml", 0, 1}, "ConfigMap/default/a"},
-			{Origin{"b.yaml", 0, 1}, "ConfigMap/default/b"},
+			{Origin{Path: "a/b/c.yml", Doc: 0, Line: 1}, "ConfigMap/default/c"},
+			{Origin{Path: "a/z.yaml", Doc: 0, Line: 1}, "ConfigMap/default/z"},
+			{Origin{Path: "a.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"},
+			{Origin{Path: "b.yaml", Doc: 0, Line: 1}, "ConfigMap/default/b"},
 		},
 	}, {
 		name: "only .yaml, .yml and .json files are read",
@@ -40,16 +40,16 @@ func TestRenderReadsFiles(t *testing.T) {
 			"d.txt": "not: read", "e.YAML": "not: read", "README.md": "# not read", "f.yaml.bak": "not: read", "yaml": "not: read",
 		},
 		want: []rendered{
-			{Origin{"a.yaml", 0, 1}, "ConfigMap/default/a"},
-			{Origin{"b.yml", 0, 1}, "ConfigMap/default/b"},
-			{Origin{"c.json", 0, 1}, "ConfigMap/default/c"},
+			{Origin{Path: "a.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"},
+			{Origin{Path: "b.yml", Doc: 0, Line: 1}, "ConfigMap/default/b"},
+			{Origin{Path: "c.json", Doc: 0, Line: 1}, "ConfigMap/default/c"},
 		},
 	}, {
 		name: ".git directories are skipped",
 		files: map[string]string{
 			".git/config.yaml": "not: read", "vendor/.git/x.yaml": "not: read", "app.yaml": configMap("a"),
 		},
-		want: []rendered{{Origin{"app.yaml", 0, 1}, "ConfigMap/default/a"}},
+		want: []rendered{{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"}},
 	}, {
 		name: "paths select directories and files, entry by entry",
 		files: map[string]string{
@@ -57,22 +57,22 @@ func TestRenderReadsFiles(t *testing.T) {
 		},
 		paths: []string{"./workloads/", "extra/one.yaml", "extra/../other"},
 		want: []rendered{
-			{Origin{"workloads/a.yaml", 0, 1}, "ConfigMap/default/a"},
-			{Origin{"extra/one.yaml", 0, 1}, "ConfigMap/default/one"},
-			{Origin{"other/x.yaml", 0, 1}, "ConfigMap/default/x"},
+			{Origin{Path: "workloads/a.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"},
+			{Origin{Path: "extra/one.yaml", Doc: 0, Line: 1}, "ConfigMap/default/one"},
+			{Origin{Path: "other/x.yaml", Doc: 0, Line: 1}, "ConfigMap/default/x"},
 		},
 	}, {
 		name:  "a file reached through two paths is read once, at its first place",
 		files: map[string]string{"workloads/a.yaml": configMap("a"), "workloads/b.yaml": configMap("b")},
 		paths: []string{"workloads/b.yaml", ".", "workloads"},
 		want: []rendered{
-			{Origin{"workloads/b.yaml", 0, 1}, "ConfigMap/default/b"},
-			{Origin{"workloads/a.yaml", 0, 1}, "ConfigMap/default/a"},
+			{Origin{Path: "workloads/b.yaml", Doc: 0, Line: 1}, "ConfigMap/default/b"},
+			{Origin{Path: "workloads/a.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"},
 		},
 	}, {
 		name:  "a file of exactly 8 MiB is read",
 		files: map[string]string{"big.yaml": configMap("a") + "#" + strings.Repeat(" ", maxFileSize-len(configMap("a"))-1)},
-		want:  []rendered{{Origin{"big.yaml", 0, 1}, "ConfigMap/default/a"}},
+		want:  []rendered{{Origin{Path: "big.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,7 +119,7 @@ func TestRenderFileErrors(t *testing.T) {
 		name:  "a path naming a file that is not a manifest",
 		files: map[string]string{"notes.txt": "hello"},
 		paths: []string{"notes.txt"},
-		want:  []string{`path "notes.txt" is not a .yaml, .yml or .json file`},
+		want:  []string{`path "notes.txt" is not a .yaml, .yml or .json file, nor a kustomization`},
 	}, {
 		name:  "a file larger than 8 MiB",
 		files: map[string]string{"big.yaml": configMap("a") + "#" + strings.Repeat(" ", maxFileSize)},
@@ -167,12 +167,12 @@ func TestRenderSymbolicLinks(t *testing.T) {
 		name:  "a link to a file inside the checkout is read",
 		files: map[string]string{"shared/cm.txt": configMap("a")},
 		links: map[string]string{"workloads/app.yaml": "../shared/cm.txt"},
-		want:  []rendered{{Origin{"workloads/app.yaml", 0, 1}, "ConfigMap/default/a"}},
+		want:  []rendered{{Origin{Path: "workloads/app.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"}},
 	}, {
 		name:  "a link to a directory is not followed",
 		files: map[string]string{"workloads/a.yaml": configMap("a")},
 		links: map[string]string{"linked": "workloads"},
-		want:  []rendered{{Origin{"workloads/a.yaml", 0, 1}, "ConfigMap/default/a"}},
+		want:  []rendered{{Origin{Path: "workloads/a.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"}},
 	}, {
 		name:     "a link to an absolute path outside the checkout is an error naming the file",
 		files:    map[string]string{"workloads/app.yaml": configMap("a")},

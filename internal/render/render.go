@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"slices"
 	"strconv"
 
@@ -21,10 +20,26 @@ type Origin struct {
 	Path string // slash-separated path relative to the checkout root, e.g. "workloads/app.yaml"
 	Doc  int    // 0-based index of the YAML document within the file
 	Line int    // 1-based line where that document starts in the file
+	// From is set for an object that a kustomization built: Path is the
+	// kustomization file and From the file the object came from, such as
+	// a resource of a base, or the kustomization whose generator made it.
+	// Doc and Line are then 0.
+	From string
 }
 
-// String reads "workloads/app.yaml#0": the path and the document index.
-func (o Origin) String() string { return o.Path + "#" + strconv.Itoa(o.Doc) }
+// String reads "workloads/app.yaml#0", the path and the document index,
+// or for an object a kustomization built "apps/prod/kustomization.yaml →
+// apps/base/deployment.yaml", the kustomization and the file the object
+// came from; only the kustomization when that is the file.
+func (o Origin) String() string {
+	switch o.From {
+	case "":
+		return o.Path + "#" + strconv.Itoa(o.Doc)
+	case o.Path:
+		return o.Path
+	}
+	return o.Path + " → " + o.From
+}
 
 // Object is one desired object and where it came from.
 type Object struct {
@@ -56,6 +71,8 @@ type Options struct {
 	// Budgets bound what the render reads and holds; zero fields take
 	// their value from DefaultBudgets.
 	Budgets Budgets
+	// Kustomize configures the build of kustomizations.
+	Kustomize KustomizeOptions
 }
 
 // Render reads every *.yaml, *.yml and *.json file under each of
@@ -63,17 +80,24 @@ type Options struct {
 // objects the files define: in reading order (see below), and within a
 // file in document order, with v1 Lists expanded into their items.
 //
+// A directory that holds a kustomization.yaml, kustomization.yml or
+// Kustomization, whether a Paths entry or reached while walking one, is
+// built with Kustomize instead, as `kustomize build` builds it, and its
+// files are not read on their own; a Paths entry that names a
+// kustomization file builds its directory. See KustomizeOptions for what
+// a kustomization may name.
+//
 // Files are read Paths entry by entry, each directory depth-first with its
-// entries in lexical order; a file reached through two entries is read
-// once. Documents are numbered as YAML numbers them: every "---" starts one,
+// entries in lexical order; a file or kustomization reached through two
+// entries is read once. Documents are numbered as YAML numbers them: every "---" starts one,
 // empty or not (empty ones yield no object), and a file starting with "---"
 // starts with document 0. A .json file is one document.
 //
 // Every object gets a namespace if its kind is namespaced and it names
 // none; a cluster-scoped object loses the namespace it names, as with
 // kubectl. Each gets the driftless.dev/sync label (unless opts.SyncLabel is
-// empty) and the driftless.dev/origin annotation "<path>#<doc>@<revision>",
-// which replace values the files set.
+// empty) and the driftless.dev/origin annotation "<origin>@<revision>"
+// (see Origin.String), which replace values the files set.
 //
 // Files must be UTF-8, and YAML and JSON are parsed strictly: a key set
 // twice in one mapping is an error. Every object must have a
@@ -99,13 +123,13 @@ func Render(opts Options) ([]Object, error) {
 	}
 	defer root.Close()
 
-	r := &renderer{opts: opts, budgets: opts.Budgets.withDefaults(), fsys: root.FS(), order: map[string]int{}}
-	for i, name := range r.manifestFiles() {
+	r := &renderer{opts: opts, budgets: opts.Budgets.withDefaults(), root: root, fsys: root.FS(), order: map[string]int{}}
+	for i, g := range r.generators() {
 		if r.over {
 			break
 		}
-		r.order[name] = i
-		r.addFile(name)
+		r.order[g.path()] = i
+		g.generate(r)
 	}
 	if !r.over {
 		r.settle()
@@ -119,75 +143,21 @@ func Render(opts Options) ([]Object, error) {
 type renderer struct {
 	opts    Options
 	budgets Budgets
+	root    *os.Root
 	fsys    fs.FS
 	order   map[string]int // file → place in reading order
 	objects []Object
 	errs    []*Error
 	used    usage
 	over    bool // a budget is exceeded: read nothing more
+	// checkoutDir is Options.Root, absolute and without symbolic links,
+	// once a kustomization needs it.
+	checkoutDir string
+	read        map[string]bool // files kustomizations read, counted once
 }
 
 func (r *renderer) fail(o Origin, object string, err error) {
 	r.errs = append(r.errs, &Error{Origin: o, Object: object, Err: err})
-}
-
-// addFile reads one file and adds its objects.
-func (r *renderer) addFile(name string) {
-	data, err := r.readFile(name)
-	switch {
-	case errors.Is(err, ErrOverBudget):
-		r.stop(Origin{Path: name}, "", err)
-		return
-	case err != nil:
-		r.fail(Origin{Path: name}, "", err)
-		return
-	}
-	if line := invalidUTF8(data); line > 0 {
-		r.fail(Origin{Path: name}, "", fmt.Errorf("not valid UTF-8 at line %d; save the file as UTF-8", line))
-		return
-	}
-	if path.Ext(name) == ".json" {
-		o := Origin{Path: name, Doc: 0, Line: 1}
-		if !r.countDocument(o) {
-			return
-		}
-		v, err := decodeJSON(data)
-		switch {
-		case err != nil:
-			r.fail(o, "", err)
-		case v != nil && r.countDecoded(o, decodedSize(v)):
-			r.addValue(o, "document", v)
-		}
-		return
-	}
-	for _, doc := range splitYAML(data, r.documentsLeft()) {
-		o := Origin{Path: name, Doc: doc.index, Line: doc.line}
-		if !r.countDocument(o) {
-			return
-		}
-		if mayAlias(doc.data) {
-			// Expanding aliases can take any amount of memory: measure first.
-			size, err := expandedSize(doc, r.decodedLeft())
-			if err != nil {
-				r.fail(o, "", err)
-				continue
-			}
-			if size > r.decodedLeft() {
-				r.aliasesOverBudget(o)
-				return
-			}
-		}
-		v, err := decodeYAML(doc)
-		switch {
-		case err != nil:
-			r.fail(o, "", err)
-		case v != nil && r.countDecoded(o, decodedSize(v)):
-			r.addValue(o, "document", v)
-		}
-		if r.over {
-			return
-		}
-	}
 }
 
 type identity struct {

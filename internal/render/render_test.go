@@ -35,6 +35,9 @@ var cluster = fakeScope{
 	{Group: "policy", Kind: "PodDisruptionBudget"}:                             true,
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}: false,
 	{Group: "example.com", Kind: "List"}:                                       true,
+	{Kind: "Service"}:                                                          true,
+	{Kind: "Secret"}:                                                           true,
+	{Group: "apps", Kind: "StatefulSet"}:                                       true,
 }
 
 // checkout writes files into a new checkout directory.

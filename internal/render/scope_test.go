@@ -37,20 +37,20 @@ func TestRenderNamespaces(t *testing.T) {
 		files: map[string]string{"app.yaml": configMap("a") + "---\n" + configMap("b") + "  namespace: other\n"},
 		opts:  Options{TargetNamespace: "team-a"},
 		want: []rendered{
-			{Origin{"app.yaml", 0, 1}, "ConfigMap/team-a/a"},
-			{Origin{"app.yaml", 1, 6}, "ConfigMap/other/b"},
+			{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "ConfigMap/team-a/a"},
+			{Origin{Path: "app.yaml", Doc: 1, Line: 6}, "ConfigMap/other/b"},
 		},
 	}, {
 		name:  "without a target namespace they get default",
 		files: map[string]string{"app.yaml": configMap("a")},
-		want:  []rendered{{Origin{"app.yaml", 0, 1}, "ConfigMap/default/a"}},
+		want:  []rendered{{Origin{Path: "app.yaml", Doc: 0, Line: 1}, "ConfigMap/default/a"}},
 	}, {
 		name: "cluster-scoped objects lose the namespace they name",
 		files: map[string]string{
 			"ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n  namespace: team-a\n",
 		},
 		opts: Options{TargetNamespace: "team-b"},
-		want: []rendered{{Origin{"ns.yaml", 0, 1}, "Namespace/team-a"}},
+		want: []rendered{{Origin{Path: "ns.yaml", Doc: 0, Line: 1}, "Namespace/team-a"}},
 	}, {
 		name: "a CustomResourceDefinition in the render decides the scope of its kind",
 		files: map[string]string{
@@ -59,10 +59,10 @@ func TestRenderNamespaces(t *testing.T) {
 				"apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g, namespace: team-a}\n",
 		},
 		want: []rendered{
-			{Origin{"crds.yaml", 0, 1}, "CustomResourceDefinition/widgets.example.com"},
-			{Origin{"crds.yaml", 1, 10}, "CustomResourceDefinition/gadgets.example.com"},
-			{Origin{"widgets.yaml", 0, 1}, "Widget.example.com/default/w"},
-			{Origin{"widgets.yaml", 1, 5}, "Gadget.example.com/g"},
+			{Origin{Path: "crds.yaml", Doc: 0, Line: 1}, "CustomResourceDefinition/widgets.example.com"},
+			{Origin{Path: "crds.yaml", Doc: 1, Line: 10}, "CustomResourceDefinition/gadgets.example.com"},
+			{Origin{Path: "widgets.yaml", Doc: 0, Line: 1}, "Widget.example.com/default/w"},
+			{Origin{Path: "widgets.yaml", Doc: 1, Line: 5}, "Gadget.example.com/g"},
 		},
 	}, {
 		name: "the same name in another namespace or kind is another object",
@@ -71,9 +71,9 @@ func TestRenderNamespaces(t *testing.T) {
 			"b.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
 		},
 		want: []rendered{
-			{Origin{"a.yaml", 0, 1}, "ConfigMap/default/web"},
-			{Origin{"a.yaml", 1, 6}, "ConfigMap/team-b/web"},
-			{Origin{"b.yaml", 0, 1}, "Deployment/default/web"},
+			{Origin{Path: "a.yaml", Doc: 0, Line: 1}, "ConfigMap/default/web"},
+			{Origin{Path: "a.yaml", Doc: 1, Line: 6}, "ConfigMap/team-b/web"},
+			{Origin{Path: "b.yaml", Doc: 0, Line: 1}, "Deployment/default/web"},
 		},
 	}}
 	for _, tt := range tests {
