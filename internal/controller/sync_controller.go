@@ -104,7 +104,8 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if interval <= 0 {
 		interval = v1alpha1.DefaultInterval
 	}
-	if (o.noop(&s.Status) || o.sameReport(&s.Status)) && s.Status.ObservedGeneration == s.Generation {
+	// A requested sync (driftless reconcile) is always recorded.
+	if (o.noop(&s.Status) || o.sameReport(&s.Status)) && s.Status.ObservedGeneration == s.Generation && !requestPending(&s) {
 		logger.V(1).Info("in sync", "revision", o.revision, "unchanged", o.changes.Count(apply.Unchanged))
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
@@ -190,7 +191,12 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	if err != nil {
 		return fail(v1alpha1.ReasonFetchFailed, err)
 	}
-	if r.watchedAndCurrent(s, o.revision) {
+	// Read every sync: a changed ConfigMap or Secret re-renders.
+	vars, err := engine.Variables(ctx, r.Reader, s)
+	if err != nil {
+		return fail(v1alpha1.ReasonBuildFailed, err)
+	}
+	if r.watchedAndCurrent(s, o.revision, engine.VariablesDigest(vars)) && !requestPending(s) {
 		// Nothing new in git, and the watches report every change in
 		// the cluster: no request per object.
 		o.duration = time.Since(o.started)
@@ -200,7 +206,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	// compared: drift is reported, not reverted.
 	o.dryRun = r.DryRun || s.DryRun() ||
 		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == appliedGeneration(&s.Status))
-	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision)
+	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars)
 	if err != nil {
 		return fail(reason, err)
 	}
@@ -253,24 +259,28 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	}
 	w.Release()
 	released = true
+	if r.Watches != nil {
+		// Watch every kind the Sync may now have objects of: after a
+		// failure too, for what it did write. A dry run watches the
+		// objects applied before, so that drift is reported at once
+		// against its render.
+		watched := o.inventory
+		if o.dryRun || watched == nil {
+			watched = previous
+		}
+		if len(watched) > 0 {
+			// Not bounded by the sync's timeout, which a failed health
+			// wait has used up; Ensure bounds each kind's start itself.
+			if err := r.Watches.Ensure(context.WithoutCancel(ctx), kindsOf(watched), o.started); err != nil {
+				log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
+			}
+		}
+	}
 	if res.Err != nil {
 		if errors.Is(res.Err, errSuperseded) {
 			return fail(v1alpha1.ReasonProgressing, res.Err)
 		}
 		return fail(res.Reason, res.Err)
-	}
-	if r.Watches != nil {
-		// A dry run watches the objects applied before, so that drift is
-		// reported at once against its render.
-		watched := o.inventory
-		if o.dryRun {
-			watched = previous
-		}
-		if len(watched) > 0 {
-			if err := r.Watches.Ensure(ctx, kindsOf(watched), o.started); err != nil {
-				log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
-			}
-		}
 	}
 	if !o.dryRun {
 		r.Store.SetLastFull(key, r.now())
@@ -329,11 +339,11 @@ func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, w *Writer) func(plan.S
 // watchedAndCurrent reports whether the Sync is at revision with its spec
 // unchanged and its render cached, and watchedAndRecent holds: then the
 // interval has nothing to do.
-func (r *SyncReconciler) watchedAndCurrent(s *v1alpha1.Sync, revision string) bool {
+func (r *SyncReconciler) watchedAndCurrent(s *v1alpha1.Sync, revision, variables string) bool {
 	if revision != s.Status.LastAppliedRevision || s.Generation != appliedGeneration(&s.Status) || !r.watchedAndRecent(s) {
 		return false
 	}
-	_, ok := r.Store.Rendered(s.Namespace+"/"+s.Name, s.UID, revision, s.Generation)
+	_, ok := r.Store.Rendered(s.Namespace+"/"+s.Name, s.UID, revision, s.Generation, variables)
 	return ok
 }
 
@@ -374,17 +384,20 @@ func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
 }
 
 // desiredObjects returns the rendered objects of revision, from the Store
-// when neither the revision nor the Sync's spec changed since the last
-// render.
-func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string) ([]render.Object, string, error) {
+// when neither the revision, the Sync's spec nor its variables changed
+// since the last render.
+func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable) ([]render.Object, string, error) {
 	key := s.Namespace + "/" + s.Name
-	if objects, ok := r.Store.Rendered(key, s.UID, revision, s.Generation); ok {
+	digest := engine.VariablesDigest(vars)
+	if objects, ok := r.Store.Rendered(key, s.UID, revision, s.Generation, digest); ok {
 		return objects, "", nil
 	}
-	objects, reason, err := engine.Render(ctx, s, req, revision, filepath.Join(r.CacheDir, s.Namespace, s.Name), r.RenderOptions)
+	opts := r.RenderOptions
+	opts.Variables = vars
+	objects, reason, err := engine.Render(ctx, s, req, revision, filepath.Join(r.CacheDir, s.Namespace, s.Name), opts)
 	if err != nil {
 		return nil, reason, err
 	}
-	r.Store.SetRendered(key, s.UID, revision, s.Generation, objects)
+	r.Store.SetRendered(key, s.UID, revision, s.Generation, digest, objects)
 	return objects, "", nil
 }
