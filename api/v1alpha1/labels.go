@@ -54,3 +54,7 @@ const Finalizer = "driftless.dev/finalizer"
 // the cleanup of its objects at the next attempt: the Sync goes and an
 // event names the objects left behind.
 const ForceDeleteAnnotation = "driftless.dev/force-delete"
+
+// SubstituteAnnotation set to "disabled" on an object leaves its ${...}
+// as they are: spec.substitute and spec.substituteFrom are not applied to it.
+const SubstituteAnnotation = "driftless.dev/substitute"

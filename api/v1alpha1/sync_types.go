@@ -222,6 +222,34 @@ type SyncSpec struct {
 	// hold a kustomization.yaml.
 	// +optional
 	Kustomize *KustomizeSpec `json:"kustomize,omitempty"`
+	// Substitute gives variables for ${name} and ${name:=default} in the
+	// string values of rendered objects, after Kustomize and plain files
+	// alike. It overrides SubstituteFrom. Names match
+	// ^[_a-zA-Z][_a-zA-Z0-9]*$. An object annotated
+	// driftless.dev/substitute: disabled is left alone.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[_a-zA-Z][_a-zA-Z0-9]*$'))",message="variable names must match ^[_a-zA-Z][_a-zA-Z0-9]*$"
+	// +optional
+	Substitute map[string]string `json:"substitute,omitempty"`
+	// SubstituteFrom reads variables from the data of ConfigMaps and
+	// Secrets in the Sync's namespace, in order: a later entry overrides
+	// an earlier one. Values from Secrets are never shown in errors,
+	// events or status.
+	// +optional
+	SubstituteFrom []SubstituteReference `json:"substituteFrom,omitempty"`
+}
+
+// SubstituteReference names a ConfigMap or Secret in the Sync's namespace
+// whose data are variables.
+type SubstituteReference struct {
+	// Kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Optional lets the sync go on without the object when it does not
+	// exist. Without it a missing object fails the sync (BuildFailed).
+	// +optional
+	Optional bool `json:"optional,omitempty"`
 }
 
 // KustomizeSpec configures how a Sync builds kustomizations.

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -23,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -31,6 +33,7 @@ import (
 	"github.com/driftless/driftless/config/crd"
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/render"
 )
 
@@ -58,6 +61,8 @@ type agentOptions struct {
 	burst         int
 	leaderElectOn bool // whether --leader-elect was given
 	budgets       render.Budgets
+	webhookAddr   string
+	webhookSecret string
 }
 
 const rootSyncName = "default"
@@ -117,6 +122,8 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.IntVar(&o.budgets.MaxDocuments, "render-max-documents", defaults.RenderBudgets.MaxDocuments, "most YAML documents (empty ones included) one render may hold")
 	f.IntVar(&o.budgets.MaxObjects, "render-max-objects", defaults.RenderBudgets.MaxObjects, "most objects (after Lists are expanded) one render may produce")
 	f.Int64Var(&o.budgets.MaxBytes, "render-max-bytes", defaults.RenderBudgets.MaxBytes, "most bytes one render may read from files, and may decode to with YAML aliases expanded")
+	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "address of the webhook receiver (/hooks/github, /hooks/gitlab, /hooks/gitea, /hooks/bitbucket, /hooks/generic), such as :9292: a push wakes the Syncs that follow the pushed branch or tag at once (docs/webhooks.md); empty disables it")
+	f.StringVar(&o.webhookSecret, "webhook-secret", "", "Secret in the agent's namespace with the webhook secrets: one key per provider (github, gitlab, gitea, bitbucket, generic), or the key token for all; required with --webhook-bind-address")
 	return cmd
 }
 
@@ -140,6 +147,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		ctrl.SetLogger(zap.New(zap.ConsoleEncoder()))
 	default:
 		return fmt.Errorf("unknown --log-format %q: use text or json", o.logFormat)
+	}
+	if o.webhookAddr != "" && o.webhookSecret == "" {
+		return fmt.Errorf("--webhook-bind-address needs --webhook-secret: name the Secret in the agent's namespace that holds the webhook secrets (docs/webhooks.md)")
 	}
 	cfg, inCluster, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -190,14 +200,37 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)
 	}
+	var wake chan event.TypedGenericEvent[*v1alpha1.Sync]
+	if o.webhookAddr != "" {
+		wake = make(chan event.TypedGenericEvent[*v1alpha1.Sync])
+	}
 	if _, err := controller.Setup(mgr, controller.Options{
 		CacheDir:      o.cacheDir,
 		DryRun:        o.dryRun,
 		Concurrency:   o.concurrent,
 		FullResync:    o.fullResync,
 		RenderBudgets: o.budgets,
+		Wake:          wake,
 	}); err != nil {
 		return err
+	}
+	if wake != nil {
+		hooks, err := receiver.New(receiver.Options{
+			Addr:     o.webhookAddr,
+			Secret:   types.NamespacedName{Namespace: o.namespace, Name: o.webhookSecret},
+			Syncs:    mgr.GetClient(),
+			Secrets:  mgr.GetAPIReader(),
+			Wake:     wake,
+			Elected:  mgr.Elected(),
+			Recorder: mgr.GetEventRecorder("driftless-webhook-receiver"),
+			Limits:   receiver.DefaultLimits(),
+		})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(hooks); err != nil {
+			return err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

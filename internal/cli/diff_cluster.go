@@ -20,6 +20,7 @@ import (
 	"github.com/driftless/driftless/internal/controller"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
+	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
 )
@@ -53,6 +54,9 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 		fmt.Fprintf(warn, "Warning: Sync %s is suspended: the agent changes nothing until spec.suspend is false\n", key)
 	}
 	ropts := engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}}
+	if ropts.Variables, err = engine.Variables(ctx, c, &s); err != nil {
+		return nil, fmt.Errorf("Sync %s: %w", key, err)
+	}
 	var objects []render.Object
 	var to string
 	if len(o.paths) > 0 {
@@ -73,6 +77,12 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, res.Err)
 	}
 	r := newDiffReport("live", to)
+	r.secretValues = map[plan.ID][]string{}
+	for _, obj := range objects {
+		if values := substitutedSecrets(obj, ropts.Variables); len(values) > 0 {
+			r.secretValues[plan.IDOf(obj.Object)] = values
+		}
+	}
 	if err := r.addChangeSet(res.Changes); err != nil {
 		return nil, err
 	}

@@ -62,6 +62,9 @@ type diffReport struct {
 	Changes []objectDiff    `json:"changes"`
 	Skipped []skippedObject `json:"skipped,omitempty"`
 	Summary diffSummary     `json:"summary"`
+	// secretValues are, by object, the values substituted into it from
+	// Secrets (spec.substituteFrom): they show as "***".
+	secretValues map[plan.ID][]string
 }
 
 func newDiffReport(from, to string) *diffReport {
@@ -77,6 +80,7 @@ func (r *diffReport) hasChanges() bool { return len(r.Changes) > 0 }
 func (r *diffReport) add(action diffAction, id plan.ID, origin, reason string, before, after *unstructured.Unstructured) error {
 	b, a := forDisplay(before), forDisplay(after)
 	maskSecrets(id, b, a)
+	maskStrings(r.secretValues[id], b, a)
 	from, to := r.From, r.To
 	if before == nil {
 		from = "/dev/null"

@@ -39,7 +39,8 @@ Run "driftless <command> --help" for the flags of each command.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newVersionCommand(), newAgentCommand(), newDiffCommand())
+	root.AddCommand(newVersionCommand(), newAgentCommand(), newDiffCommand(), newBuildCommand())
+	root.AddCommand(newGetCommand(), newHistoryCommand(), newReconcileCommand(), newSuspendCommand(), newResumeCommand())
 	return root
 }
 

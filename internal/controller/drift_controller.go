@@ -123,6 +123,9 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		action = v1alpha1.DriftPaused
 	}
 	fields := drift.Attribute(obj.Object, change.Applied, change.Live, opts.FieldManager)
+	if len(obj.SecretVariables) > 0 {
+		fields = drift.Masked(fields)
+	}
 	if len(fields) > maxDriftFields {
 		more := len(fields) - maxDriftFields
 		fields = append(fields[:maxDriftFields:maxDriftFields], drift.FieldChange{Path: fmt.Sprintf("… and %d more fields", more), Git: "…", Found: "…"})

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/drift"
@@ -39,6 +40,10 @@ type Options struct {
 	FullResync time.Duration
 	// RenderBudgets bound each render (files, documents, objects, bytes).
 	RenderBudgets render.Budgets
+	// Wake, when set, is read by the Sync controller: each event enqueues
+	// a reconcile of its Sync at once, as if its interval had elapsed (the
+	// webhook receiver, internal/receiver, writes to it).
+	Wake <-chan event.TypedGenericEvent[*v1alpha1.Sync]
 }
 
 // DefaultOptions returns the agent's defaults.
@@ -96,7 +101,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		return nil, err
 	}
 	syncs.Watches = watches
-	if err := syncs.SetupWithManager(mgr, opts.Concurrency); err != nil {
+	if err := syncs.SetupWithManager(mgr, opts.Concurrency, opts.Wake); err != nil {
 		return nil, err
 	}
 	return syncs, nil

@@ -46,12 +46,13 @@ type syncState struct {
 	lastFull time.Time
 }
 
-// rendered is a cached render, valid while the revision and the Sync's
-// generation are unchanged.
+// rendered is a cached render, valid while the revision, the Sync's
+// generation and its variables (engine.VariablesDigest) are unchanged.
 type rendered struct {
 	uid        types.UID
 	revision   string
 	generation int64
+	variables  string
 	objects    []render.Object
 }
 
@@ -67,8 +68,9 @@ func (s *Store) state(key string) *syncState {
 }
 
 // Rendered returns the cached render of key when it was made for the
-// Sync uid at revision and generation.
-func (s *Store) Rendered(key string, uid types.UID, revision string, generation int64) ([]render.Object, bool) {
+// Sync uid at revision and generation, with the variables of digest
+// variables.
+func (s *Store) Rendered(key string, uid types.UID, revision string, generation int64, variables string) ([]render.Object, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
@@ -76,17 +78,17 @@ func (s *Store) Rendered(key string, uid types.UID, revision string, generation 
 		return nil, false
 	}
 	r := st.rendered
-	if r.uid != uid || r.revision != revision || r.generation != generation || r.objects == nil {
+	if r.uid != uid || r.revision != revision || r.generation != generation || r.variables != variables || r.objects == nil {
 		return nil, false
 	}
 	return r.objects, true
 }
 
 // SetRendered caches a render of key.
-func (s *Store) SetRendered(key string, uid types.UID, revision string, generation int64, objects []render.Object) {
+func (s *Store) SetRendered(key string, uid types.UID, revision string, generation int64, variables string, objects []render.Object) {
 	st := s.state(key)
 	s.mu.Lock()
-	st.rendered = rendered{uid: uid, revision: revision, generation: generation, objects: objects}
+	st.rendered = rendered{uid: uid, revision: revision, generation: generation, variables: variables, objects: objects}
 	s.mu.Unlock()
 }
 

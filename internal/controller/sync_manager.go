@@ -3,21 +3,29 @@ package controller
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 )
 
 // SetupWithManager registers the reconciler. Syncs are reconciled when
-// their spec changes (a new generation) and then every spec.interval;
-// status updates do not trigger a sync.
-func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.Sync{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.dependents)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+// their spec changes (a new generation) or a sync is requested
+// (RequestedAtAnnotation), and then every spec.interval;
+// status updates do not trigger a sync. Each event read from wake, when
+// it is not nil, reconciles its Sync at once.
+func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, wake <-chan event.TypedGenericEvent[*v1alpha1.Sync]) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Sync{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, requestedAtChanged))).
+		Watches(&v1alpha1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.dependents))
+	if wake != nil {
+		b = b.WatchesRawSource(source.Channel(wake, &handler.TypedEnqueueRequestForObject[*v1alpha1.Sync]{}))
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Named("sync").
 		Complete(r)
 }

@@ -57,6 +57,9 @@ type RenderOptions struct {
 	Scope render.ScopeResolver
 	// Budgets bound one render; the zero value is render.DefaultBudgets.
 	Budgets render.Budgets
+	// Variables are the Sync's variables (see Variables); nil substitutes
+	// nothing.
+	Variables map[string]render.Variable
 }
 
 func (o RenderOptions) forSync(s *v1alpha1.Sync, dir, revision string) render.Options {
@@ -69,5 +72,6 @@ func (o RenderOptions) forSync(s *v1alpha1.Sync, dir, revision string) render.Op
 		Scope:           o.Scope,
 		Budgets:         o.Budgets,
 		Kustomize:       render.KustomizeOptions{AllowRemote: s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote},
+		Variables:       o.Variables,
 	}
 }

@@ -45,6 +45,9 @@ func (o Origin) String() string {
 type Object struct {
 	Object *unstructured.Unstructured
 	Origin Origin
+	// SecretVariables names the variables read from a Secret that were
+	// substituted into the object: its strings may hold Secret values.
+	SecretVariables []string
 }
 
 // Options say what to render. The zero value of every field but Root and
@@ -73,6 +76,11 @@ type Options struct {
 	Budgets Budgets
 	// Kustomize configures the build of kustomizations.
 	Kustomize KustomizeOptions
+	// Variables replace ${name} and ${name:=default} in the string values
+	// of every object, after every generator, unless the object is
+	// annotated driftless.dev/substitute: disabled. Nil means no
+	// substitution at all: ${...} stay as they are.
+	Variables map[string]Variable
 }
 
 // Render reads every *.yaml, *.yml and *.json file under each of
@@ -92,6 +100,10 @@ type Options struct {
 // entries is read once. Documents are numbered as YAML numbers them: every "---" starts one,
 // empty or not (empty ones yield no object), and a file starting with "---"
 // starts with document 0. A .json file is one document.
+//
+// When opts.Variables is not nil, ${name} and ${name:=default} in the
+// string values of every object are substituted first (see Variable),
+// unless the object is annotated driftless.dev/substitute: disabled.
 //
 // Every object gets a namespace if its kind is namespaced and it names
 // none; a cluster-scoped object loses the namespace it names, as with
@@ -165,14 +177,25 @@ type identity struct {
 	namespace, name string
 }
 
-// settle gives every object its namespace, label and annotation, and finds
-// objects defined twice.
+// settle substitutes variables in every object, gives it its namespace,
+// label and annotation, and finds objects defined twice.
 func (r *renderer) settle() {
 	scopes := r.kindScopes()
 	targetNamespace := cmp.Or(r.opts.TargetNamespace, "default")
 	first := map[identity]Origin{}
-	for _, o := range r.objects {
+	for i, o := range r.objects {
 		u := o.Object
+		if r.opts.Variables != nil && !substitutionDisabled(u) {
+			secrets, err := substitute(u, r.opts.Variables)
+			if err == nil && u.GetName() == "" {
+				err = errors.New("metadata.name is empty after substitution; give the variable a value or the reference a default")
+			}
+			if err != nil {
+				r.fail(o.Origin, ref(u), err)
+				continue
+			}
+			r.objects[i].SecretVariables = secrets
+		}
 		namespaced, err := scopes.namespaced(u.GroupVersionKind())
 		if err != nil {
 			r.fail(o.Origin, ref(u), err)

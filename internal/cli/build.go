@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/yaml"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/engine"
+	"github.com/driftless/driftless/internal/render"
+)
+
+// buildOptions are the flags of `driftless build`.
+type buildOptions struct {
+	repo            string
+	paths           []string
+	targetNamespace string
+	sync            string
+	kubeconfig      string
+	output          string
+	timeout         time.Duration
+}
+
+func newBuildCommand() *cobra.Command {
+	o := &buildOptions{}
+	cmd := &cobra.Command{
+		Use:   "build --repo DIR [--path P]... [--sync NAMESPACE/NAME]",
+		Short: "Print the objects driftless would apply from a directory, with where each came from",
+		Long: `Print the objects the agent would render from the files in a directory, as
+kustomize build and flux build do: plain manifests and kustomizations, every
+object with its namespace defaulted and its driftless.dev/origin annotation.
+Nothing is written and, without --sync, no cluster is needed.
+
+  --repo   the top directory of a checkout of the repository. Its files are
+           read as they are, uncommitted work included; origins are paths
+           relative to it, as in git.
+  --path   directories or files in it to render, like a Sync's spec.paths
+           (default: all of it). Repeat the flag or separate with commas.
+  --sync   render as the Sync NAMESPACE/NAME of the cluster would: its
+           spec.paths, targetNamespace, substitute and substituteFrom (its
+           ConfigMaps and Secrets are read) and the sync label; kinds are
+           scoped by the cluster's discovery. --path and
+           --target-namespace are then refused: the Sync says.
+
+Without --sync, which built-in kinds are cluster-scoped is known, a custom
+kind takes its scope from a CustomResourceDefinition rendered with it, and
+every other kind is taken as namespaced; ${...} are left as they are.
+Values substituted from a Secret print as "***".
+
+Output (--output yaml): the objects as YAML documents separated by "---",
+each preceded by "# Source: <origin>". --output json prints a v1 List of
+the objects.
+
+Exit status:
+  0  rendered
+  2  error: files that do not render (the file, line and object are
+     named), wrong flags, a Sync or cluster that cannot be read`,
+		Example: `  # What does workloads/ of my clone render to?
+  driftless build --repo . --path workloads
+
+  # An overlay, with objects that name no namespace put in shop
+  driftless build --repo ./fleet --path apps/web/overlays/production --target-namespace shop
+
+  # Exactly what the Sync shop/web would apply from my clone, variables included
+  driftless build --repo ./fleet --sync shop/web
+
+  # Check in CI that everything renders, and count the objects
+  driftless build --repo . -o json | jq '.items | length'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runBuild(ctx, o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", "", "the top directory of a checkout of the repository (required)")
+	f.StringSliceVar(&o.paths, "path", nil, "directories or files in --repo to render, like a Sync's spec.paths (default: all of it)")
+	f.StringVar(&o.targetNamespace, "target-namespace", "", `namespace of namespaced objects that name none, as a Sync's spec.targetNamespace (default "default")`)
+	f.StringVar(&o.sync, "sync", "", "render as this Sync of the cluster would, as NAMESPACE/NAME: its paths, targetNamespace and variables")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file, with --sync; default: in-cluster config, then $KUBECONFIG, then ~/.kube/config")
+	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
+	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+	return cmd
+}
+
+// runBuild renders what o asks for and writes it to out.
+func runBuild(ctx context.Context, o *buildOptions, out io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	objects, vars, err := o.render(ctx)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objects {
+		maskStrings(substitutedSecrets(obj, vars), obj.Object.Object)
+	}
+	if o.output == "json" {
+		items := make([]any, len(objects))
+		for i, obj := range objects {
+			items[i] = obj.Object.Object
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	}
+	for i, obj := range objects {
+		data, err := yaml.Marshal(obj.Object.Object)
+		if err != nil {
+			return fmt.Errorf("%s: %w", obj.Origin, err)
+		}
+		if i > 0 {
+			fmt.Fprintln(out, "---")
+		}
+		fmt.Fprintf(out, "# Source: %s\n%s", obj.Origin, data)
+	}
+	return nil
+}
+
+func (o *buildOptions) validate() error {
+	switch {
+	case o.repo == "":
+		return errors.New("--repo is required: pass the top directory of a checkout of the repository, such as --repo .")
+	case o.output != "yaml" && o.output != "json":
+		return fmt.Errorf("--output %q: use yaml or json", o.output)
+	case o.sync != "" && (len(o.paths) > 0 || o.targetNamespace != ""):
+		return errors.New("--path and --target-namespace are refused with --sync: the Sync's spec.paths and spec.targetNamespace are rendered")
+	case o.sync == "" && o.kubeconfig != "":
+		return errors.New("--kubeconfig is for --sync: without it build needs no cluster")
+	}
+	if fi, err := os.Stat(o.repo); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--repo %q is not a directory: pass the top directory of a checkout of the repository", o.repo)
+	}
+	return nil
+}
+
+// render renders o.repo, offline or as o.sync would, and returns the
+// variables it substituted.
+func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]render.Variable, error) {
+	if o.sync == "" {
+		objects, err := render.Render(render.Options{
+			Root:            o.repo,
+			Paths:           o.paths,
+			TargetNamespace: o.targetNamespace,
+			Scope:           builtinScope{},
+		})
+		return objects, nil, err
+	}
+	key, err := parseSyncKey(o.sync)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, mapper, err := diffClient(o.kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	var s v1alpha1.Sync
+	if err := c.Get(ctx, key, &s); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, nil, fmt.Errorf("no Sync %s in the cluster: list the Syncs with kubectl get syncs -A", key)
+		case meta.IsNoMatchError(err):
+			return nil, nil, fmt.Errorf("the cluster serves no Sync API: is driftless installed? (%w)", err)
+		}
+		return nil, nil, fmt.Errorf("read Sync %s: %w", key, err)
+	}
+	vars, err := engine.Variables(ctx, c, &s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("Sync %s: %w", key, err)
+	}
+	objects, err := engine.RenderDir(&s, o.repo, engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}, Variables: vars})
+	return objects, vars, err
+}
+
+// substitutedSecrets returns the values of the Secret-sourced variables
+// substituted into obj.
+func substitutedSecrets(obj render.Object, vars map[string]render.Variable) []string {
+	var values []string
+	for _, name := range obj.SecretVariables {
+		if v := vars[name].Value; v != "" {
+			values = append(values, v)
+		}
+	}
+	return values
+}
+
+// maskStrings replaces every occurrence of values in the strings of objs
+// with "***", in place.
+func maskStrings(values []string, objs ...map[string]any) {
+	if len(values) == 0 {
+		return
+	}
+	pairs := make([]string, 0, 2*len(values))
+	for _, v := range values {
+		pairs = append(pairs, v, maskedValue)
+	}
+	r := strings.NewReplacer(pairs...)
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, item := range v {
+				v[k] = walk(item)
+			}
+		case []any:
+			for i, item := range v {
+				v[i] = walk(item)
+			}
+		case string:
+			return r.Replace(v)
+		}
+		return v
+	}
+	for _, obj := range objs {
+		walk(obj)
+	}
+}

@@ -1,0 +1,344 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/source"
+	"github.com/spf13/cobra"
+)
+
+// driftWindow is how far back the DRIFT column counts drift incidents.
+const driftWindow = 24 * time.Hour
+
+// getOptions are the flags of `driftless get syncs`.
+type getOptions struct {
+	cluster       clusterFlags
+	output        string
+	namespace     string
+	allNamespaces bool
+	watch         bool
+}
+
+func newGetCommand() *cobra.Command {
+	get := &cobra.Command{
+		Use:   "get",
+		Short: "List driftless objects: get syncs",
+		Args:  cobra.NoArgs,
+	}
+	get.AddCommand(newGetSyncsCommand())
+	return get
+}
+
+func newGetSyncsCommand() *cobra.Command {
+	o := &getOptions{}
+	cmd := &cobra.Command{
+		Use:     "syncs",
+		Aliases: []string{"sync"},
+		Short:   "List Syncs: revision, Ready, last sync, objects and drift",
+		Long: `List the Syncs of a namespace (-n, default: the kubeconfig context's), or of
+every namespace (-A), one row each:
+
+  NAMESPACE  with -A
+  NAME       the Sync
+  REVISION   short SHA of the last revision applied successfully
+  READY      True, or False/Unknown with the reason, such as False (FetchFailed)
+  LAST SYNC  how long ago the newest recorded sync started
+  OBJECTS    objects in the Sync's inventory
+  DRIFT      drift incidents in the last 24 hours (changes made in the
+             cluster to managed objects; the Sync keeps the last 20)
+  SUSPENDED  True when spec.suspend stops the Sync
+
+--watch prints the table again whenever a Sync changes, until Ctrl-C.
+-o json and -o yaml print {"syncs": [...]} with the fields namespace, name,
+revision (full SHA), ready, reason, message, lastSyncAt, objects,
+driftLast24h, driftIncidents (all kept) and suspended; with --watch, one
+document per change.`,
+		Example: `  # every Sync of the cluster
+  driftless get syncs -A
+
+  # the Syncs of one namespace, printed again as they change
+  driftless get syncs -n driftless-system --watch
+
+  # for scripts
+  driftless get syncs -A -o json | jq -r '.syncs[] | select(.ready != "True") | .name'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if o.watch {
+				var stop context.CancelFunc
+				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+				defer stop()
+			}
+			return runGetSyncs(ctx, o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace to list (default: the kubeconfig context's namespace)")
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the Syncs of every namespace")
+	f.BoolVarP(&o.watch, "watch", "w", false, "print the table again whenever a Sync changes, until interrupted")
+	addOutputFlag(cmd, &o.output)
+	o.cluster.add(cmd)
+	return cmd
+}
+
+// syncRow is one Sync as `get syncs` shows it; its JSON names are stable.
+type syncRow struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Revision is status.lastAppliedRevision, the full SHA.
+	Revision string `json:"revision"`
+	// Ready, Reason and Message are the Ready condition's; Ready is
+	// "Unknown" when the Sync has none yet.
+	Ready   string `json:"ready"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// LastSyncAt is when the newest recorded sync started.
+	LastSyncAt *metav1.Time `json:"lastSyncAt,omitempty"`
+	Objects    int          `json:"objects"`
+	// DriftLast24h counts drift incidents of the last 24 hours;
+	// DriftIncidents all that the Sync keeps.
+	DriftLast24h   int  `json:"driftLast24h"`
+	DriftIncidents int  `json:"driftIncidents"`
+	Suspended      bool `json:"suspended"`
+}
+
+// syncList is the data of `get syncs`.
+type syncList struct {
+	Syncs []syncRow `json:"syncs"`
+	// allNamespaces adds the NAMESPACE column to the table.
+	allNamespaces bool
+	now           time.Time
+	colour        painter
+}
+
+func newSyncRow(s *v1alpha1.Sync, now time.Time) syncRow {
+	r := syncRow{
+		Namespace:      s.Namespace,
+		Name:           s.Name,
+		Revision:       s.Status.LastAppliedRevision,
+		Ready:          "Unknown",
+		Objects:        len(s.Status.Inventory),
+		DriftIncidents: len(s.Status.Drift),
+		Suspended:      s.Spec.Suspend,
+	}
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+		r.Ready, r.Reason, r.Message = string(c.Status), c.Reason, c.Message
+	}
+	if len(s.Status.History) > 0 {
+		t := s.Status.History[0].StartedAt
+		r.LastSyncAt = &t
+	}
+	for _, d := range s.Status.Drift {
+		if now.Sub(d.Time.Time) < driftWindow {
+			r.DriftLast24h++
+		}
+	}
+	return r
+}
+
+func renderSyncTable(w io.Writer, l syncList) error {
+	if len(l.Syncs) == 0 {
+		_, err := fmt.Fprintln(w, "No Syncs found.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	var header []string
+	if l.allNamespaces {
+		header = append(header, "NAMESPACE")
+	}
+	// A painted column is painted in the header too, to keep it aligned.
+	header = append(header, "NAME", "REVISION", l.colour.paint(colourNone, "READY"), "LAST SYNC", "OBJECTS", "DRIFT", l.colour.paint(colourNone, "SUSPENDED"))
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range l.Syncs {
+		var cells []string
+		if l.allNamespaces {
+			cells = append(cells, r.Namespace)
+		}
+		last := time.Time{}
+		if r.LastSyncAt != nil {
+			last = r.LastSyncAt.Time
+		}
+		suspended := "False"
+		if r.Suspended {
+			suspended = l.colour.paint(colourYellow, "True")
+		} else {
+			suspended = l.colour.paint(colourNone, suspended)
+		}
+		cells = append(cells, r.Name, orDash(source.Short(r.Revision)),
+			l.colour.paint(readyColour(r.Ready), readyText(r.Ready, r.Reason)),
+			age(l.now, last), fmt.Sprint(r.Objects), fmt.Sprint(r.DriftLast24h), suspended)
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+func runGetSyncs(ctx context.Context, o *getOptions, out io.Writer) error {
+	if o.allNamespaces && o.namespace != "" {
+		return fmt.Errorf("-n %s and -A: pass one of them", o.namespace)
+	}
+	v, err := newView(o.output, tableView[syncList](renderSyncTable))
+	if err != nil {
+		return err
+	}
+	c, ns, host, err := o.cluster.syncClient()
+	if err != nil {
+		return err
+	}
+	if o.namespace != "" {
+		ns = o.namespace
+	}
+	if o.allNamespaces {
+		ns = ""
+	}
+	p := &syncPrinter{out: out, view: v, allNamespaces: o.allNamespaces, colour: painter(isTerminal(out))}
+	p.separate = o.output == "yaml"
+	if !o.watch {
+		var list v1alpha1.SyncList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return listError(err, host)
+		}
+		return p.print(list.Items)
+	}
+	return watchSyncs(ctx, c, ns, host, p.print)
+}
+
+func listError(err error, host string) error {
+	if meta.IsNoMatchError(err) {
+		return &exitError{code: 2, err: fmt.Errorf("the cluster at %s serves no Sync API: is driftless installed? (%w)", host, err)}
+	}
+	return fmt.Errorf("list Syncs in the cluster at %s: %w", host, err)
+}
+
+// syncPrinter prints lists of Syncs, skipping a list that would print
+// exactly what it printed last.
+type syncPrinter struct {
+	out           io.Writer
+	view          view[syncList]
+	allNamespaces bool
+	colour        painter
+	// separate puts "---" between YAML documents.
+	separate bool
+	last     string
+	printed  int
+}
+
+func (p *syncPrinter) print(items []v1alpha1.Sync) error {
+	now := time.Now()
+	l := syncList{Syncs: make([]syncRow, 0, len(items)), allNamespaces: p.allNamespaces, now: now, colour: p.colour}
+	for i := range items {
+		l.Syncs = append(l.Syncs, newSyncRow(&items[i], now))
+	}
+	sort.Slice(l.Syncs, func(i, j int) bool {
+		a, b := l.Syncs[i], l.Syncs[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	var b strings.Builder
+	if err := p.view.Render(&b, l); err != nil {
+		return err
+	}
+	if b.String() == p.last {
+		return nil
+	}
+	p.last = b.String()
+	if p.printed > 0 {
+		sep := "\n"
+		if p.separate {
+			sep = "---\n"
+		}
+		if _, err := io.WriteString(p.out, sep); err != nil {
+			return err
+		}
+	}
+	p.printed++
+	_, err := io.WriteString(p.out, b.String())
+	return err
+}
+
+// watchSyncs calls show with the Syncs of namespace ns ("" for all),
+// then again after every change, until ctx ends; then it returns nil. A
+// watch the API server ends is started again from a new list.
+func watchSyncs(ctx context.Context, c client.WithWatch, ns, host string, show func([]v1alpha1.Sync) error) error {
+	for ctx.Err() == nil {
+		var list v1alpha1.SyncList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return listError(err, host)
+		}
+		syncs := make(map[client.ObjectKey]v1alpha1.Sync, len(list.Items))
+		for _, s := range list.Items {
+			syncs[client.ObjectKeyFromObject(&s)] = s
+		}
+		if err := showSyncs(syncs, show); err != nil {
+			return err
+		}
+		w, err := c.Watch(ctx, &v1alpha1.SyncList{}, client.InNamespace(ns),
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watch Syncs in the cluster at %s: %w", host, err)
+		}
+		err = followSyncs(ctx, w, syncs, show)
+		w.Stop()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// followSyncs applies the events of w to syncs and shows them after each,
+// until ctx ends or w ends or fails.
+func followSyncs(ctx context.Context, w watch.Interface, syncs map[client.ObjectKey]v1alpha1.Sync, show func([]v1alpha1.Sync) error) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return nil // list again
+			}
+			s, ok := ev.Object.(*v1alpha1.Sync)
+			if !ok {
+				continue
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				syncs[client.ObjectKeyFromObject(s)] = *s
+			case watch.Deleted:
+				delete(syncs, client.ObjectKeyFromObject(s))
+			default:
+				continue
+			}
+			if err := showSyncs(syncs, show); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func showSyncs(syncs map[client.ObjectKey]v1alpha1.Sync, show func([]v1alpha1.Sync) error) error {
+	items := make([]v1alpha1.Sync, 0, len(syncs))
+	for _, s := range syncs {
+		items = append(items, s)
+	}
+	return show(items)
+}

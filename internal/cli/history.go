@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/source"
+	"github.com/spf13/cobra"
+)
+
+// historyOptions are the flags of `driftless history`.
+type historyOptions struct {
+	cluster clusterFlags
+	output  string
+}
+
+func newHistoryCommand() *cobra.Command {
+	o := &historyOptions{}
+	cmd := &cobra.Command{
+		Use:   "history NAMESPACE/NAME",
+		Short: "Show the recorded syncs of a Sync, newest first",
+		Long: fmt.Sprintf(`Show the syncs the agent recorded for a Sync (status.history, the last %d),
+newest first: when each started (how long ago, and the time in UTC), the
+revision, the result (and the reason of a failure), how long it took, how
+many objects it created, configured, left unchanged, pruned and adopted
+(took over from outside driftless), and its message. For a dry run the
+counts are what it would have done.
+
+An interval that finds nothing new in git and nothing changed in the cluster
+is not recorded; a sync requested with "driftless reconcile" always is.
+
+-o json and -o yaml print {"sync": "NAMESPACE/NAME", "history": [...]}, each
+record with startedAt, revision (full SHA), result, reason, duration,
+created, configured, unchanged, pruned, adopted and message.`, v1alpha1.MaxHistory),
+		Example: `  driftless history driftless-system/default
+
+  # the message of the last failed sync
+  driftless history shop/web -o json | jq -r '[.history[] | select(.result == "Failed")][0].message'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runHistory(cmd.Context(), o, args[0], cmd.OutOrStdout())
+		},
+	}
+	cmd.ValidArgsFunction = o.cluster.completeSyncs
+	addOutputFlag(cmd, &o.output)
+	o.cluster.add(cmd)
+	return cmd
+}
+
+// historyRecord is one recorded sync; its JSON names are stable.
+type historyRecord struct {
+	StartedAt  metav1.Time `json:"startedAt"`
+	Revision   string      `json:"revision"`
+	Result     string      `json:"result"`
+	Reason     string      `json:"reason,omitempty"`
+	Duration   string      `json:"duration"`
+	Created    int         `json:"created"`
+	Configured int         `json:"configured"`
+	Unchanged  int         `json:"unchanged"`
+	Pruned     int         `json:"pruned"`
+	Adopted    int         `json:"adopted"`
+	Message    string      `json:"message,omitempty"`
+}
+
+func newHistoryRecord(r v1alpha1.SyncRecord) historyRecord {
+	return historyRecord{
+		StartedAt: r.StartedAt, Revision: r.Revision, Result: string(r.Result), Reason: r.Reason, Duration: r.Duration,
+		Created: r.Created, Configured: r.Configured, Unchanged: r.Unchanged, Pruned: r.Pruned, Adopted: r.Adopted,
+		Message: r.Message,
+	}
+}
+
+// resultText is a record's result as a cell: "Succeeded", or "Failed"
+// with its reason.
+func (r historyRecord) resultText() string {
+	if r.Result == string(v1alpha1.ResultFailed) && r.Reason != "" {
+		return r.Result + " (" + r.Reason + ")"
+	}
+	return r.Result
+}
+
+// historyReport is the data of `driftless history`.
+type historyReport struct {
+	Sync    string          `json:"sync"`
+	History []historyRecord `json:"history"`
+	now     time.Time
+	colour  painter
+}
+
+func renderHistoryTable(w io.Writer, h historyReport) error {
+	if len(h.History) == 0 {
+		_, err := fmt.Fprintf(w, "Sync %s has no recorded sync yet: is the agent running, and is the Sync suspended?\n", h.Sync)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// RESULT is painted in the header too, to keep the column aligned.
+	fmt.Fprintln(tw, strings.Join([]string{"AGE", "STARTED", "REVISION", h.colour.paint(colourNone, "RESULT"), "DURATION", "CREATED", "CONFIGURED", "UNCHANGED", "PRUNED", "ADOPTED", "MESSAGE"}, "\t"))
+	for _, r := range h.History {
+		colour := colourGreen
+		if r.Result != string(v1alpha1.ResultSucceeded) {
+			colour = colourRed
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n",
+			age(h.now, r.StartedAt.Time), r.StartedAt.UTC().Format(time.RFC3339), orDash(source.Short(r.Revision)),
+			h.colour.paint(colour, r.resultText()), r.Duration,
+			r.Created, r.Configured, r.Unchanged, r.Pruned, r.Adopted, r.Message)
+	}
+	return tw.Flush()
+}
+
+func runHistory(ctx context.Context, o *historyOptions, arg string, out io.Writer) error {
+	key, err := parseSyncArg(arg)
+	if err != nil {
+		return err
+	}
+	v, err := newView(o.output, tableView[historyReport](renderHistoryTable))
+	if err != nil {
+		return err
+	}
+	c, _, host, err := o.cluster.syncClient()
+	if err != nil {
+		return err
+	}
+	s, err := getSync(ctx, c, key, host)
+	if err != nil {
+		return err
+	}
+	h := historyReport{Sync: key.String(), History: make([]historyRecord, 0, len(s.Status.History)), now: time.Now(), colour: painter(isTerminal(out))}
+	for _, r := range s.Status.History {
+		h.History = append(h.History, newHistoryRecord(r))
+	}
+	return v.Render(out, h)
+}

@@ -1,0 +1,61 @@
+package receiver
+
+import (
+	"slices"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/source"
+)
+
+// Match returns the Syncs a push wakes, sorted by namespace and name: those
+// whose spec.source.git.url names the pushed repository (the same
+// source.RepositoryKey as one of the payload's addresses: host, port
+// unless the default, and path; scheme, user, case, a trailing ".git" or
+// "/" do not matter, so an HTTPS push notice wakes a Sync that fetches
+// over SSH) and whose branch or tag is one of the pushed refs. A Sync
+// pinned to a commit follows no ref and is never woken; a suspended Sync
+// or one being deleted is left alone.
+func Match(syncs []v1alpha1.Sync, p Push) []*v1alpha1.Sync {
+	repos := map[string]bool{}
+	for _, u := range p.Repositories {
+		if key, ok := source.RepositoryKey(u); ok {
+			repos[key] = true
+		}
+	}
+	refs := map[string]bool{}
+	for _, r := range p.Refs {
+		refs[r] = true
+	}
+	var woken []*v1alpha1.Sync
+	for i := range syncs {
+		s := &syncs[i]
+		if s.Spec.Suspend || !s.DeletionTimestamp.IsZero() {
+			continue
+		}
+		git := s.Spec.Source.Git
+		ref := source.Ref{Branch: git.Branch, Tag: git.Tag, Commit: git.Commit}.RefName()
+		if ref == "" || !refs[ref] {
+			continue
+		}
+		if key, ok := source.RepositoryKey(git.URL); ok && repos[key] {
+			woken = append(woken, s)
+		}
+	}
+	slices.SortFunc(woken, func(a, b *v1alpha1.Sync) int {
+		if c := compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return compare(a.Name, b.Name)
+	})
+	return woken
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

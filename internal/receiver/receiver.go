@@ -1,0 +1,358 @@
+package receiver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+)
+
+// ReasonWebhookRejected is the reason of the Warning event on the webhook
+// Secret when a request is refused for its signature, or because the
+// Secret lacks the provider's key.
+const ReasonWebhookRejected = "WebhookRejected"
+
+// EventRecorder emits events.k8s.io Events; the manager's recorder
+// satisfies it.
+type EventRecorder interface {
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Options configure a Receiver.
+type Options struct {
+	// Addr is the address to listen on, such as ":9292".
+	Addr string
+	// Secret names the Secret with the webhook secrets (see secrets).
+	Secret types.NamespacedName
+	// Syncs lists Syncs to match pushes against: the manager's cached
+	// client.
+	Syncs client.Reader
+	// Secrets reads the webhook Secret: an uncached reader, since the
+	// agent's cache holds no unlabelled Secret.
+	Secrets client.Reader
+	// Wake takes one event per woken Sync; the Sync controller reads it
+	// (controller.Options.Wake).
+	Wake chan<- event.TypedGenericEvent[*v1alpha1.Sync]
+	// Elected is closed once this replica leads (manager.Elected); until
+	// then requests get 503, since only the leader's controller reads
+	// Wake. Nil means elected.
+	Elected <-chan struct{}
+	// Recorder emits Warning events on the webhook Secret; nil emits none.
+	Recorder EventRecorder
+	// Limits bound bodies, request rates and memory; the zero value means
+	// DefaultLimits.
+	Limits Limits
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Receiver serves the webhook endpoints. It is an http.Handler and a
+// manager.Runnable that listens on Options.Addr on every replica.
+type Receiver struct {
+	opts       Options
+	log        logr.Logger
+	limiter    *limiter
+	deliveries *deliveries
+	secrets    *secrets
+
+	mu       sync.Mutex
+	lastWarn map[string]time.Time
+	refused  map[string]int
+}
+
+var (
+	_ manager.Runnable               = (*Receiver)(nil)
+	_ manager.LeaderElectionRunnable = (*Receiver)(nil)
+	_ http.Handler                   = (*Receiver)(nil)
+)
+
+// New checks opts and returns a Receiver; Start serves it.
+func New(opts Options) (*Receiver, error) {
+	var errs []error
+	if opts.Addr == "" {
+		errs = append(errs, errors.New("no listen address"))
+	}
+	if opts.Secret.Name == "" || opts.Secret.Namespace == "" {
+		errs = append(errs, errors.New("no webhook Secret: name the Secret that holds the webhook secrets"))
+	}
+	if opts.Syncs == nil || opts.Secrets == nil || opts.Wake == nil {
+		errs = append(errs, errors.New("no Sync reader, Secret reader or wake channel"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("webhook receiver: %w", err)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Limits == (Limits{}) {
+		opts.Limits = DefaultLimits()
+	}
+	return &Receiver{
+		opts:       opts,
+		log:        log.Log.WithName("webhook-receiver"),
+		limiter:    newLimiter(opts.Limits),
+		deliveries: newDeliveries(opts.Limits.ReplayWindow),
+		secrets:    &secrets{reader: opts.Secrets, name: opts.Secret, ttl: opts.Limits.SecretTTL},
+		lastWarn:   map[string]time.Time{},
+		refused:    map[string]int{},
+	}, nil
+}
+
+// NeedLeaderElection is false: every replica listens, so that a Service
+// in front of them never hits a closed port; a replica that does not lead
+// answers 503.
+func (r *Receiver) NeedLeaderElection() bool { return false }
+
+// Start listens on Options.Addr and serves until ctx is done, then shuts
+// down, letting requests under way finish for up to ten seconds.
+func (r *Receiver) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", r.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("webhook receiver: listen on %s: %w", r.opts.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           r,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	r.log.Info("serving webhooks", "address", ln.Addr().String(), "endpoints", ProviderNames())
+	err = srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		<-stopped
+		return nil
+	}
+	return fmt.Errorf("webhook receiver on %s: %w", r.opts.Addr, err)
+}
+
+// Reply is the JSON body of every answer.
+type Reply struct {
+	// Message says what was done, or why nothing was.
+	Message string `json:"message"`
+	// Woken lists the Syncs woken, as namespace/name; empty unless the
+	// request was a push that matched.
+	Woken []string `json:"woken"`
+}
+
+// ServeHTTP answers POST /hooks/<provider>. Checks run cheapest first:
+// rate limits (429), leadership (503), body size (413), signature (401,
+// and a Warning event), replayed delivery (200, ignored), event type
+// (200, ignored unless a push), payload (400), then the wake-up (200 with
+// the Syncs woken, or 503 if the queue could not take them, in which case
+// the delivery is forgotten so that a retry is not taken for a replay).
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	now := r.opts.Now()
+	name, _ := strings.CutPrefix(req.URL.Path, "/hooks/")
+	p, ok := providers[name]
+	if !ok {
+		r.answer(w, "unknown", http.StatusNotFound, "not_found", "no such endpoint: use /hooks/"+strings.Join(ProviderNames(), ", /hooks/"))
+		return
+	}
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		r.answer(w, name, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+		return
+	}
+	addr := remoteHost(req)
+	if !r.limiter.allow(addr, now) {
+		w.Header().Set("Retry-After", "1")
+		r.answer(w, name, http.StatusTooManyRequests, "rate_limited", "too many requests: slow down")
+		return
+	}
+	if !r.elected() {
+		r.answer(w, name, http.StatusServiceUnavailable, "not_leader", "this agent replica does not lead; the leader serves webhooks")
+		return
+	}
+	body, err := readBody(w, req, r.opts.Limits.MaxBodyBytes)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			r.answer(w, name, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is larger than %d bytes", r.opts.Limits.MaxBodyBytes))
+			return
+		}
+		r.answer(w, name, http.StatusBadRequest, "bad_request", "could not read the body")
+		return
+	}
+
+	secret, err := r.secrets.forProvider(req.Context(), name, now)
+	if err != nil {
+		r.log.Error(err, "cannot check a webhook request", "provider", name, "remote", addr)
+		r.warn(name, now, "refused a request to /hooks/%s from %s: %v", name, addr, err)
+		r.answer(w, name, http.StatusServiceUnavailable, "no_secret", "the agent has no webhook secret for "+name+": its log and the events on its webhook Secret say what to set")
+		return
+	}
+	if err := p.verify(req.Header, body, secret); err != nil {
+		r.log.Info("refused an unauthenticated webhook request", "provider", name, "remote", addr, "reason", err.Error())
+		r.warn(name, now, "refused a request to /hooks/%s from %s: %v", name, addr, err)
+		r.answer(w, name, http.StatusUnauthorized, "unauthenticated", "the request is not signed with the webhook secret")
+		return
+	}
+
+	_, event := first(req.Header, p.eventHeaders)
+	_, delivery := first(req.Header, p.deliveryHeaders)
+	if delivery != "" {
+		delivery = name + "/" + truncate(delivery, 128)
+		if isFirst, at := r.deliveries.first(delivery, now); !isFirst {
+			r.answer(w, name, http.StatusOK, "replayed", fmt.Sprintf("delivery %s was already received %s ago; ignored", strings.TrimPrefix(delivery, name+"/"), now.Sub(at).Round(time.Second)))
+			return
+		}
+	}
+	forget := func() {
+		if delivery != "" {
+			r.deliveries.forget(delivery)
+		}
+	}
+	switch {
+	case slices.Contains(p.pingEvents, event):
+		r.answer(w, name, http.StatusOK, "pong", "pong")
+		return
+	case len(p.eventHeaders) > 0 && !slices.Contains(p.pushEvents, event):
+		r.answer(w, name, http.StatusOK, "ignored", fmt.Sprintf("event %q ignored: only %s events wake Syncs", truncate(event, 64), strings.Join(p.pushEvents, ", ")))
+		return
+	}
+	push, err := p.parse(body)
+	if err != nil {
+		forget()
+		r.answer(w, name, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	woken, err := r.wake(req.Context(), push)
+	if err != nil {
+		forget()
+		r.log.Error(err, "could not wake Syncs", "provider", name, "refs", push.Refs)
+		r.answer(w, name, http.StatusServiceUnavailable, "unavailable", "could not wake the Syncs; try again")
+		return
+	}
+	r.log.Info("push received", "provider", name, "delivery", strings.TrimPrefix(delivery, name+"/"), "refs", push.Refs, "woken", woken)
+	msg, result := fmt.Sprintf("woke %d Sync(s)", len(woken)), "woken"
+	if len(woken) == 0 {
+		msg, result = "no Sync follows "+strings.Join(push.Refs, ", ")+" of this repository", "no_match"
+	}
+	r.reply(w, name, http.StatusOK, Reply{Message: msg, Woken: woken}, result)
+}
+
+// wake enqueues every Sync the push matches and returns them as
+// namespace/name. On error some may have been enqueued; waking twice is
+// harmless.
+func (r *Receiver) wake(ctx context.Context, p Push) ([]string, error) {
+	var list v1alpha1.SyncList
+	if err := r.opts.Syncs.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list Syncs: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Limits.WakeTimeout)
+	defer cancel()
+	woken := []string{}
+	for _, s := range Match(list.Items, p) {
+		select {
+		case r.opts.Wake <- event.TypedGenericEvent[*v1alpha1.Sync]{Object: s}:
+			woken = append(woken, s.Namespace+"/"+s.Name)
+		case <-ctx.Done():
+			return woken, fmt.Errorf("hand Sync %s/%s to the Sync controller: %w", s.Namespace, s.Name, ctx.Err())
+		}
+	}
+	return woken, nil
+}
+
+func (r *Receiver) elected() bool {
+	if r.opts.Elected == nil {
+		return true
+	}
+	select {
+	case <-r.opts.Elected:
+		return true
+	default:
+		return false
+	}
+}
+
+// warn emits a Warning event on the webhook Secret, at most one per
+// provider every EventInterval; the next one counts those held back.
+func (r *Receiver) warn(provider string, now time.Time, format string, args ...any) {
+	if r.opts.Recorder == nil {
+		return
+	}
+	r.mu.Lock()
+	if last, ok := r.lastWarn[provider]; ok && now.Sub(last) < r.opts.Limits.EventInterval {
+		r.refused[provider]++
+		r.mu.Unlock()
+		return
+	}
+	held := r.refused[provider]
+	r.lastWarn[provider], r.refused[provider] = now, 0
+	r.mu.Unlock()
+	note := fmt.Sprintf(format, args...)
+	if held > 0 {
+		note += fmt.Sprintf(" (and %d more refused since the last event)", held)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.opts.Secret.Namespace, Name: r.opts.Secret.Name}}
+	r.opts.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, ReasonWebhookRejected, "Receive", "%s", note)
+}
+
+// answer replies without Syncs woken; result labels the request in the
+// driftless_webhook_requests_total metric.
+func (r *Receiver) answer(w http.ResponseWriter, provider string, code int, result, msg string) {
+	r.reply(w, provider, code, Reply{Message: msg, Woken: []string{}}, result)
+}
+
+func (r *Receiver) reply(w http.ResponseWriter, provider string, code int, body Reply, result string) {
+	requests.WithLabelValues(provider, result).Inc()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// readBody reads at most limit bytes; a larger body is an
+// *http.MaxBytesError, whether announced by Content-Length or not.
+func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, error) {
+	if req.ContentLength > limit {
+		return nil, &http.MaxBytesError{Limit: limit}
+	}
+	return io.ReadAll(http.MaxBytesReader(w, req.Body, limit))
+}
+
+// remoteHost is the TCP peer's address without its port.
+func remoteHost(req *http.Request) string {
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		return req.RemoteAddr
+	}
+	return host
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
