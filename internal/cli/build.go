@@ -139,7 +139,7 @@ func runBuild(ctx context.Context, o *buildOptions, out io.Writer) error {
 func (o *buildOptions) validate() error {
 	switch {
 	case o.repo == "":
-		return errors.New("--repo is required: pass the top directory of a checkout of the repository, such as --repo .")
+		return errors.New("--repo is required: pass the top directory of a checkout of the repository (--repo=. for the current directory)")
 	case o.output != "yaml" && o.output != "json":
 		return fmt.Errorf("--output %q: use yaml or json", o.output)
 	case o.sync != "" && (len(o.paths) > 0 || o.targetNamespace != ""):
@@ -185,7 +185,7 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 	}
 	vars, err := engine.Variables(ctx, c, &s)
 	if err != nil {
-		return nil, nil, fmt.Errorf("Sync %s: %w", key, err)
+		return nil, nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}
 	objects, err := engine.RenderDir(&s, o.repo, engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}, Variables: vars})
 	return objects, vars, err

@@ -55,7 +55,7 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	}
 	ropts := engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}}
 	if ropts.Variables, err = engine.Variables(ctx, c, &s); err != nil {
-		return nil, fmt.Errorf("Sync %s: %w", key, err)
+		return nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}
 	var objects []render.Object
 	var to string

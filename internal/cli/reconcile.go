@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,8 +76,9 @@ a suspended Sync or wrong arguments.
 
 // reconcileReport is the data of `driftless reconcile`.
 type reconcileReport struct {
-	Sync        string      `json:"sync"`
-	RequestedAt metav1.Time `json:"requestedAt"`
+	Sync string `json:"sync"`
+	// RequestedAt is the time written in the request annotation.
+	RequestedAt time.Time `json:"requestedAt"`
 	// Result is the sync that handled the request (with --wait).
 	Result *historyRecord `json:"result,omitempty"`
 	colour painter
@@ -137,7 +138,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, err
 	if err := c.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("request a sync of %s: %w", key, err)
 	}
-	r := reconcileReport{Sync: key.String(), RequestedAt: metav1.NewTime(now), colour: painter(isTerminal(out))}
+	r := reconcileReport{Sync: key.String(), RequestedAt: now.UTC(), colour: painter(isTerminal(out))}
 	if !o.wait {
 		return v.Render(out, r)
 	}
@@ -147,6 +148,9 @@ func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, err
 	err = wait.PollUntilContextTimeout(ctx, o.poll, o.timeout, true, func(ctx context.Context) (bool, error) {
 		var got v1alpha1.Sync
 		if err := c.Get(ctx, key, &got); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("the Sync %s was deleted while waiting for its sync", key)
+			}
 			return false, nil // the next poll tries again
 		}
 		if rec := controller.HandledRecord(&got, now, before); rec != nil {
@@ -162,6 +166,9 @@ func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, err
 		return false, nil
 	})
 	if err != nil {
+		if !wait.Interrupted(err) {
+			return &exitError{code: 1, err: err}
+		}
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return &exitError{code: 1, err: fmt.Errorf("stopped waiting for %s; the sync goes on: follow it with `driftless history %s`", key, key)}
 		}
