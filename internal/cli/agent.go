@@ -33,6 +33,7 @@ import (
 	"github.com/driftless/driftless/config/crd"
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/render"
 )
@@ -63,6 +64,7 @@ type agentOptions struct {
 	budgets       render.Budgets
 	webhookAddr   string
 	webhookSecret string
+	notifyConfig  string
 }
 
 const rootSyncName = "default"
@@ -124,6 +126,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.Int64Var(&o.budgets.MaxBytes, "render-max-bytes", defaults.RenderBudgets.MaxBytes, "most bytes one render may read from files, and may decode to with YAML aliases expanded")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "address of the webhook receiver (/hooks/github, /hooks/gitlab, /hooks/gitea, /hooks/bitbucket, /hooks/generic), such as :9292: a push wakes the Syncs that follow the pushed branch or tag at once (docs/webhooks.md); empty disables it")
 	f.StringVar(&o.webhookSecret, "webhook-secret", "", "Secret in the agent's namespace with the webhook secrets: one key per provider (github, gitlab, gitea, bitbucket, generic), or the key token for all; required with --webhook-bind-address")
+	f.StringVar(&o.notifyConfig, "notify-config", "", "YAML file of notification targets (Slack, Teams, generic webhook), the Syncs and events each receives, and the dedup settings (docs/notifications.md); empty sends none")
 	return cmd
 }
 
@@ -150,6 +153,14 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	if o.webhookAddr != "" && o.webhookSecret == "" {
 		return fmt.Errorf("--webhook-bind-address needs --webhook-secret: name the Secret in the agent's namespace that holds the webhook secrets (docs/webhooks.md)")
+	}
+	var notifications notify.Config
+	if o.notifyConfig != "" {
+		loaded, err := notify.LoadConfig(o.notifyConfig)
+		if err != nil {
+			return err
+		}
+		notifications = loaded
 	}
 	cfg, inCluster, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -211,6 +222,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		FullResync:    o.fullResync,
 		RenderBudgets: o.budgets,
 		Wake:          wake,
+		Notify:        notifications,
 	}); err != nil {
 		return err
 	}

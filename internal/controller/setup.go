@@ -15,6 +15,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/engine"
+	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/render"
 )
 
@@ -44,6 +45,9 @@ type Options struct {
 	// a reconcile of its Sync at once, as if its interval had elapsed (the
 	// webhook receiver, internal/receiver, writes to it).
 	Wake <-chan event.TypedGenericEvent[*v1alpha1.Sync]
+	// Notify, when it has targets, sends notifications about Syncs
+	// (internal/notify): every event still goes to the API server.
+	Notify notify.Config
 }
 
 // DefaultOptions returns the agent's defaults.
@@ -72,7 +76,14 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 	if err != nil {
 		return nil, err
 	}
-	recorder := mgr.GetEventRecorder("driftless")
+	var recorder EventRecorder = mgr.GetEventRecorder("driftless")
+	if len(opts.Notify.Targets) > 0 {
+		notifier := notify.NewDispatcher(opts.Notify, notify.DefaultOptions())
+		if err := mgr.Add(notifier); err != nil {
+			return nil, err
+		}
+		recorder = notify.Wrap(recorder, notifier)
+	}
 	store := NewStore()
 	syncs := &SyncReconciler{
 		Client:        mgr.GetClient(),

@@ -1,0 +1,164 @@
+package notify
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+var (
+	t0   = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	shop = types.NamespacedName{Namespace: "team-a", Name: "shop"}
+)
+
+func testConfig() Config {
+	c := Config{}
+	if err := c.complete("."); err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func failure(msg string) notice {
+	return notice{sync: shop, event: Failed, reason: "BuildFailed", message: msg, revision: "0123456789abcdef"}
+}
+
+func ready(changes bool) notice {
+	return notice{sync: shop, event: Succeeded, reason: "Succeeded", changes: changes, message: "applied 0123456: 1 configured"}
+}
+
+func revert(obj string) notice {
+	return notice{sync: shop, event: DriftReverted, reason: "DriftReverted", message: obj + ": reverted spec.replicas: git 3, found 5"}
+}
+
+func events(ms []Message) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m.Event))
+	}
+	return out
+}
+
+func TestTenIdenticalFailuresSendOneMessage(t *testing.T) {
+	d := newDeduper(testConfig())
+	var sent []Message
+	for i := range 10 {
+		sent = append(sent, d.observe(failure("apps/web.yaml: yaml: line 3: did not find expected key"), t0.Add(time.Duration(i)*time.Minute))...)
+	}
+	if len(sent) != 1 || sent[0].Event != Failed {
+		t.Fatalf("sent %v, want one failed message", events(sent))
+	}
+	if !strings.Contains(sent[0].Summary, "team-a/shop") || !strings.Contains(sent[0].Summary, "0123456") ||
+		!strings.Contains(sent[0].Detail, "apps/web.yaml") {
+		t.Errorf("message %+v does not say which Sync, which revision and which file", sent[0])
+	}
+}
+
+func TestAChangedFailureIsSentAgain(t *testing.T) {
+	d := newDeduper(testConfig())
+	a := d.observe(failure("apps/web.yaml: bad"), t0)
+	b := d.observe(failure("apps/db.yaml: bad"), t0.Add(time.Minute))
+	if len(a) != 1 || len(b) != 1 {
+		t.Fatalf("sent %v then %v, want one message for each distinct failure", events(a), events(b))
+	}
+}
+
+func TestAnUnchangedFailureIsRemindedAfterTheInterval(t *testing.T) {
+	cfg := testConfig()
+	cfg.Reminder.Duration = 6 * time.Hour
+	d := newDeduper(cfg)
+	d.observe(failure("bad"), t0)
+	var before []Message
+	for i := 1; i <= 5; i++ {
+		before = append(before, d.observe(failure("bad"), t0.Add(time.Duration(i)*time.Hour))...)
+	}
+	if len(before) != 0 {
+		t.Fatalf("sent %v within the reminder interval, want nothing", events(before))
+	}
+	after := d.observe(failure("bad"), t0.Add(6*time.Hour))
+	if len(after) != 1 || !strings.Contains(after[0].Summary, "still failing") || after[0].Count != 6 {
+		t.Fatalf("after 6h sent %+v, want one reminder counting 6 repeats", after)
+	}
+	if again := d.observe(failure("bad"), t0.Add(7*time.Hour)); len(again) != 0 {
+		t.Errorf("sent %v an hour after the reminder, want nothing", events(again))
+	}
+}
+
+func TestAFailingSyncThatBecomesReadySendsRecovered(t *testing.T) {
+	d := newDeduper(testConfig())
+	d.observe(failure("bad"), t0)
+	got := d.observe(ready(false), t0.Add(5*time.Minute))
+	if len(got) != 1 || got[0].Event != Recovered || !strings.Contains(got[0].Summary, "BuildFailed") {
+		t.Fatalf("sent %+v, want one recovered message naming the failure", got)
+	}
+	if again := d.observe(ready(false), t0.Add(6*time.Minute)); len(again) != 0 {
+		t.Errorf("a Ready Sync without changes sent %v, want nothing", events(again))
+	}
+	if again := d.observe(failure("bad"), t0.Add(7*time.Minute)); len(again) != 1 {
+		t.Errorf("the same failure after recovery sent %v, want it again", events(again))
+	}
+}
+
+func TestSucceededIsSentOnlyWithChanges(t *testing.T) {
+	d := newDeduper(testConfig())
+	if got := d.observe(ready(false), t0); len(got) != 0 {
+		t.Errorf("a sync without changes sent %v", events(got))
+	}
+	if got := d.observe(ready(true), t0); len(got) != 1 || got[0].Event != Succeeded {
+		t.Errorf("a sync with changes sent %v, want succeeded-with-changes", events(got))
+	}
+}
+
+func TestAFlappingSyncIsSummarised(t *testing.T) {
+	d := newDeduper(testConfig()) // more than 3 flips in 10m
+	var sent []Message
+	now := t0
+	for i := range 10 {
+		now = t0.Add(time.Duration(i) * 30 * time.Second)
+		if i%2 == 0 {
+			sent = append(sent, d.observe(failure("bad"), now)...)
+		} else {
+			sent = append(sent, d.observe(ready(false), now)...)
+		}
+	}
+	want := []string{"failed", "recovered", "failed", "flapping"}
+	if strings.Join(events(sent), ",") != strings.Join(want, ",") {
+		t.Fatalf("10 flips sent %v, want %v", events(sent), want)
+	}
+	if got := d.flush(now.Add(5 * time.Minute)); len(got) != 0 {
+		t.Errorf("flush while still within the flap window sent %v", events(got))
+	}
+	got := d.flush(now.Add(11 * time.Minute))
+	if len(got) != 1 || got[0].Event != Recovered || !strings.Contains(got[0].Summary, "stopped flapping") {
+		t.Fatalf("after a quiet flap window sent %+v, want one 'stopped flapping' message", got)
+	}
+	if again := d.observe(failure("bad"), now.Add(12*time.Minute)); len(again) != 1 || again[0].Event != Failed {
+		t.Errorf("a failure after flapping ended sent %v, want it", events(again))
+	}
+}
+
+func TestABurstOfDriftRevertsIsOneMessageWithACount(t *testing.T) {
+	d := newDeduper(testConfig()) // 1m window
+	for i := range 7 {
+		obj := "Deployment/team-a/web"
+		if i%3 == 0 {
+			obj = "ConfigMap/team-a/settings"
+		}
+		if got := d.observe(revert(obj), t0.Add(time.Duration(i)*5*time.Second)); len(got) != 0 {
+			t.Fatalf("a revert was sent at once (%v); it should wait for the window", events(got))
+		}
+	}
+	if got := d.flush(t0.Add(30 * time.Second)); len(got) != 0 {
+		t.Fatalf("sent %v before the window closed", events(got))
+	}
+	got := d.flush(t0.Add(time.Minute))
+	if len(got) != 1 || got[0].Count != 7 ||
+		!strings.Contains(got[0].Summary, "reverted 7 drifts") || !strings.Contains(got[0].Summary, "Deployment/team-a/web (4)") {
+		t.Fatalf("sent %+v, want one message counting 7 reverts of 2 objects", got)
+	}
+	if again := d.flush(t0.Add(3 * time.Minute)); len(again) != 0 {
+		t.Errorf("the burst was sent twice: %v", events(again))
+	}
+}

@@ -1,0 +1,99 @@
+package notify
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+)
+
+// notice is one event about a Sync, as the recorder saw it.
+type notice struct {
+	sync     types.NamespacedName
+	labels   map[string]string
+	event    Event // Succeeded stands for "Ready", with changes or not
+	changes  bool  // the sync created, configured or pruned something
+	reason   string
+	message  string
+	revision string
+}
+
+// noticeOf classifies an event the controllers record on a Sync. It
+// reports false for events that notify nothing: deletion, waiting for a
+// dependency, a failed drift check (the next sync reports it).
+func noticeOf(s *v1alpha1.Sync, eventtype, reason, action, message string) (notice, bool) {
+	n := notice{
+		sync:     types.NamespacedName{Namespace: s.Namespace, Name: s.Name},
+		reason:   reason,
+		message:  message,
+		revision: s.Status.LastAppliedRevision,
+	}
+	if len(s.Labels) > 0 {
+		n.labels = make(map[string]string, len(s.Labels))
+		for k, v := range s.Labels {
+			n.labels[k] = v
+		}
+	}
+	switch {
+	case action == "Sync" && reason == v1alpha1.ReasonSucceeded:
+		n.event = Succeeded
+		if h := s.Status.History; len(h) > 0 && h[0].Result == v1alpha1.ResultSucceeded {
+			n.changes = h[0].Created+h[0].Configured+h[0].Pruned > 0
+		}
+	case action == "Sync" && reason == v1alpha1.ReasonDriftDetected:
+		n.event = DriftReported // a dry run that would change something
+	case action == "Sync" && reason == v1alpha1.ReasonDependencyNotReady:
+		return n, false
+	case action == "Sync" && eventtype == corev1.EventTypeWarning:
+		n.event = Failed
+		if reason == v1alpha1.ReasonHealthCheckFailed {
+			n.event = HealthTimeout
+		}
+		if s.Status.LastAttemptedRevision != "" {
+			n.revision = s.Status.LastAttemptedRevision
+		}
+	case action == "Revert" && reason == v1alpha1.ReasonDriftReverted:
+		n.event = DriftReverted
+	case action == "Revert" && reason == v1alpha1.ReasonDriftDetected:
+		n.event = DriftReported
+	case action == "Revert" && reason == v1alpha1.ReasonFight:
+		n.event = Paused
+	default:
+		return n, false
+	}
+	return n, true
+}
+
+// Message is one notification, before a provider words it.
+type Message struct {
+	Sync   types.NamespacedName
+	Labels map[string]string
+	Event  Event
+	Reason string
+	// Summary is one line for people: what happened to which Sync.
+	Summary string
+	// Detail is the event's note: what failed or changed, and where.
+	Detail   string
+	Revision string
+	Time     time.Time
+	// Count is how many events this message stands for.
+	Count int
+}
+
+// shortRev is a commit hash as people read it (source.Short).
+func shortRev(rev string) string {
+	if len(rev) > 7 {
+		return rev[:7]
+	}
+	return rev
+}
+
+func atRevision(rev string) string {
+	if rev == "" {
+		return ""
+	}
+	return fmt.Sprintf(" at %s", shortRev(rev))
+}
