@@ -148,17 +148,7 @@ func (m *Manager) healthOf(ctx context.Context, s plan.Step) Health {
 		h.Status, h.Message = status.UnknownStatus, err.Error()
 		return h
 	}
-	res, err := status.Compute(u)
-	if err != nil {
-		h.Status, h.Message = status.UnknownStatus, err.Error()
-		return h
-	}
-	h.Status, h.Message = res.Status, res.Message
-	if s.ID.Group == "batch" && s.ID.Kind == "Job" && h.Status == status.CurrentStatus {
-		// kstatus calls a started Job Current; a wave after a migration
-		// Job must wait until it has succeeded.
-		h.Status, h.Message = jobHealth(u)
-	}
+	h.Status, h.Message = HealthOf(u)
 	return h
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -43,16 +44,9 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 // kubeconfig context ("default" when it names none) and the API server's
 // address, for messages.
 func (f *clusterFlags) syncClient() (client.WithWatch, string, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
-	cfg, err := cc.ClientConfig()
+	cfg, ns, err := f.restConfig()
 	if err != nil {
-		return nil, "", "", fmt.Errorf("load kubeconfig: %w; pass --kubeconfig, or --context with a context the kubeconfig has", err)
-	}
-	ns, _, err := cc.Namespace()
-	if err != nil || ns == "" {
-		ns = "default"
+		return nil, "", "", err
 	}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
@@ -65,6 +59,23 @@ func (f *clusterFlags) syncClient() (client.WithWatch, string, string, error) {
 		return nil, "", "", fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
 	}
 	return c, ns, cfg.Host, nil
+}
+
+// restConfig loads the kubeconfig of the flags; it also returns the
+// namespace of its context ("default" when it names none).
+func (f *clusterFlags) restConfig() (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("load kubeconfig: %w; pass --kubeconfig, or --context with a context the kubeconfig has", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil || ns == "" {
+		ns = "default"
+	}
+	return cfg, ns, nil
 }
 
 // parseSyncArg reads the NAMESPACE/NAME argument of a command.

@@ -227,10 +227,7 @@ func (r *renderer) mark(u *unstructured.Unstructured, o Origin) {
 		labels[v1alpha1.SyncLabel] = r.opts.SyncLabel
 		u.SetLabels(labels)
 	}
-	origin := o.String()
-	if rev := r.shortRevision(); rev != "" {
-		origin += "@" + rev
-	}
+	origin := FormatOrigin(o, r.opts.Revision)
 	annotations := u.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
