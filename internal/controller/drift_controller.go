@@ -21,6 +21,13 @@ import (
 	"github.com/driftless/driftless/internal/plan"
 )
 
+// errHidden keeps an error for errors.Is and errors.As while its text,
+// which may quote a Secret's value, is never shown.
+type errHidden struct{ err error }
+
+func (e errHidden) Error() string { return "details hidden" }
+func (e errHidden) Unwrap() error { return e.err }
+
 // syncBusyRetry is how soon a drift check that found a sync of its Sync
 // writing looks again.
 const syncBusyRetry = 250 * time.Millisecond
@@ -98,6 +105,12 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	opts.DryRun = report || !decision.Revert
 	change, err := apply.NewManager(r.Applier, opts).ApplyOne(ctx, step)
 	release()
+	if err != nil && len(obj.SecretVariables) > 0 {
+		// The API server may quote the object's values, some of them
+		// from a Secret: say what failed, not what it said.
+		err = fmt.Errorf("%s (%s): the drift check failed; the error is not shown because the object holds values from a Secret (%s): %w",
+			step.ID, obj.Origin, strings.Join(obj.SecretVariables, ", "), errHidden{err})
+	}
 	var conflict *apply.ConflictError
 	if errors.As(err, &conflict) {
 		// Relabelled for another Sync: not this Sync's to revert. Its

@@ -174,8 +174,11 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o ou
 // stops; nothing is pruned unless fetch, render and apply succeeded.
 func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	o := outcome{started: time.Now()}
+	// vars are the Sync's variables once read: an error that quotes an
+	// object (the API server echoes invalid values) is masked with them.
+	var vars map[string]render.Variable
 	fail := func(reason string, err error) outcome {
-		o.reason, o.err = reason, err
+		o.reason, o.err = reason, engine.MaskSecrets(err, vars)
 		o.duration = time.Since(o.started)
 		return o
 	}
@@ -192,9 +195,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		return fail(v1alpha1.ReasonFetchFailed, err)
 	}
 	// Read every sync: a changed ConfigMap or Secret re-renders.
-	vars, err := engine.Variables(ctx, r.Reader, s)
+	vars, err = engine.Variables(ctx, r.Reader, s)
 	if err != nil {
-		return fail(v1alpha1.ReasonBuildFailed, err)
+		return fail(variablesFailure(err), err)
 	}
 	if r.watchedAndCurrent(s, o.revision, engine.VariablesDigest(vars)) && !requestPending(s) {
 		// Nothing new in git, and the watches report every change in
@@ -305,6 +308,17 @@ func uncertain(res engine.Result) []plan.ID {
 		}
 	}
 	return ids
+}
+
+// variablesFailure is the Ready reason of a failure to read the Sync's
+// variables: FetchFailed (retried soon) when the API server could not
+// answer, BuildFailed when a ConfigMap or Secret is missing or holds a key
+// that is not a variable name.
+func variablesFailure(err error) string {
+	if errors.Is(err, engine.ErrVariablesUnreadable) {
+		return v1alpha1.ReasonFetchFailed
+	}
+	return v1alpha1.ReasonBuildFailed
 }
 
 // appliedGeneration is the generation last applied: lastAppliedGeneration,

@@ -49,11 +49,13 @@ func checkSpec(s *v1alpha1.Sync) error {
 // stallOnSpec records a spec that checkSpec refused: Ready=False and
 // Stalled=True with reason InvalidSpec, a Warning event, and no requeue:
 // only a change of the spec (a new generation) triggers the next attempt.
-// A Sync already stalled on the same problem is not written again.
+// A Sync already stalled on the same problem is not written again, unless
+// a sync was requested (driftless reconcile waits for its record).
 func (r *SyncReconciler) stallOnSpec(ctx context.Context, s *v1alpha1.Sync, err error) (ctrl.Result, error) {
 	o := outcome{started: r.now(), reason: v1alpha1.ReasonInvalidSpec, err: err}
 	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionStalled); c != nil &&
-		c.Status == metav1.ConditionTrue && c.Reason == o.reason && c.Message == o.message() && c.ObservedGeneration == s.Generation {
+		c.Status == metav1.ConditionTrue && c.Reason == o.reason && c.Message == o.message() && c.ObservedGeneration == s.Generation &&
+		!requestPending(s) {
 		return ctrl.Result{}, nil
 	}
 	if err := r.writeStatus(ctx, s, o); err != nil {

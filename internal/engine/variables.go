@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +18,11 @@ import (
 	"github.com/driftless/driftless/internal/render"
 )
 
+// ErrVariablesUnreadable wraps an error of the API server while reading a
+// ConfigMap or Secret of spec.substituteFrom: unlike a missing object or
+// a bad key, a retry may succeed.
+var ErrVariablesUnreadable = errors.New("variables could not be read")
+
 // Variables returns the variables of the Sync's spec.substituteFrom and
 // spec.substitute, reading its ConfigMaps and Secrets with reader (use
 // an uncached reader: Secrets must not be cached). Later substituteFrom
@@ -23,7 +30,7 @@ import (
 // It returns nil when the Sync sets neither field: then nothing is
 // substituted. A missing object that is not optional, or a data key that
 // is not a variable name, is an error naming the object and never a
-// value; the Ready reason for it is BuildFailed.
+// value; an API error reading one wraps ErrVariablesUnreadable.
 func Variables(ctx context.Context, reader client.Reader, s *v1alpha1.Sync) (map[string]render.Variable, error) {
 	if s.Spec.Substitute == nil && len(s.Spec.SubstituteFrom) == 0 {
 		return nil, nil
@@ -55,7 +62,7 @@ func Variables(ctx context.Context, reader client.Reader, s *v1alpha1.Sync) (map
 		case apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("%s %s of spec.substituteFrom[%d] does not exist; create it, or mark the entry optional: true", ref.Kind, key, i)
 		case err != nil:
-			return nil, fmt.Errorf("read %s %s of spec.substituteFrom[%d]: %w", ref.Kind, key, i, err)
+			return nil, fmt.Errorf("%w: read %s %s of spec.substituteFrom[%d]: %w", ErrVariablesUnreadable, ref.Kind, key, i, err)
 		}
 		for _, k := range slices.Sorted(maps.Keys(data)) {
 			if !render.VariableName.MatchString(k) {
@@ -87,3 +94,31 @@ func VariablesDigest(vars map[string]render.Variable) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// MaskSecrets returns err with every value read from a Secret in vars
+// replaced by "***" in its message, for errors that quote objects (the API
+// server echoes invalid values). errors.Is and errors.As still see err.
+func MaskSecrets(err error, vars map[string]render.Variable) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	masked := msg
+	for _, v := range vars {
+		if v.Secret && v.Value != "" {
+			masked = strings.ReplaceAll(masked, v.Value, "***")
+		}
+	}
+	if masked == msg {
+		return err
+	}
+	return &maskedError{msg: masked, err: err}
+}
+
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }

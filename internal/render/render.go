@@ -186,12 +186,15 @@ func (r *renderer) settle() {
 	for i, o := range r.objects {
 		u := o.Object
 		if r.opts.Variables != nil && !substitutionDisabled(u) {
+			// Named as in git: a substituted name could hold a value
+			// from a Secret.
+			name := ref(u)
 			secrets, err := substitute(u, r.opts.Variables)
 			if err == nil && u.GetName() == "" {
 				err = errors.New("metadata.name is empty after substitution; give the variable a value or the reference a default")
 			}
 			if err != nil {
-				r.fail(o.Origin, ref(u), err)
+				r.fail(o.Origin, name, err)
 				continue
 			}
 			r.objects[i].SecretVariables = secrets

@@ -68,12 +68,15 @@ func (s *substitution) walk(v any, path []string) any {
 		if !strings.Contains(v, "${") {
 			return v
 		}
+		before := len(s.secrets)
 		out, whole, err := s.expand(v)
 		if err != nil {
 			s.err = fmt.Errorf("%s: %w", fieldPath(path), err)
 			return v
 		}
-		if whole && !keepString(path) {
+		// A Secret's value stays a string: typed, it would escape the
+		// masking of strings in diffs and builds.
+		if whole && !keepString(path) && len(s.secrets) == before {
 			return typed(out)
 		}
 		return out
@@ -158,14 +161,17 @@ func typed(s string) any {
 
 // keepString tells whether the field at path is one Kubernetes always
 // types as a string, where a whole reference stays a string whatever its
-// value: everything under metadata, the data of ConfigMaps and Secrets,
-// and env values, args and command of containers.
+// value: the data of ConfigMaps and Secrets; anything under a metadata,
+// labels, annotations, matchLabels or nodeSelector at any depth (a pod
+// template's labels, a selector); env values, args and command of
+// containers.
 func keepString(path []string) bool {
-	if len(path) > 0 && slices.Contains([]string{"metadata", "data", "stringData", "binaryData"}, path[0]) {
+	if len(path) > 0 && slices.Contains([]string{"data", "stringData", "binaryData"}, path[0]) {
 		return true
 	}
 	for _, p := range path {
-		if p == "args" || p == "command" {
+		switch p {
+		case "metadata", "labels", "annotations", "matchLabels", "nodeSelector", "args", "command":
 			return true
 		}
 	}

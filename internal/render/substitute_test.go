@@ -1,6 +1,7 @@
 package render
 
 import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"strings"
 	"testing"
 
@@ -146,9 +147,43 @@ func TestRenderSubstitutionErrors(t *testing.T) {
 
 func TestRenderRefusesANameThatSubstitutionEmptied(t *testing.T) {
 	_, err := render(t, map[string]string{"a.yaml": configMap("${name:=}")}, Options{Variables: map[string]Variable{}})
-	want := []string{"a.yaml:1 (document 0): ConfigMap: metadata.name is empty after substitution; give the variable a value or the reference a default"}
+	want := []string{"a.yaml:1 (document 0): ConfigMap/${name:=}: metadata.name is empty after substitution; give the variable a value or the reference a default"}
 	if diff := cmp.Diff(want, messages(err)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+func TestASecretValueIsNeverTypedAndALabelStaysAString(t *testing.T) {
+	vars := map[string]Variable{"pin": {Value: "1234", Secret: true}, "v": {Value: "2"}}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Thing",
+		"metadata": map[string]any{"name": "t"},
+		"spec": map[string]any{
+			"pin":      "${pin}",
+			"replicas": "${v}",
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"version": "${v}"}}},
+			"selector": map[string]any{"matchLabels": map[string]any{"version": "${v}"}},
+		},
+	}}
+	secrets, err := substitute(u, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := u.Object["spec"].(map[string]any)
+	if got := spec["pin"]; got != "1234" {
+		t.Errorf("a Secret's value became %#v, want the string \"1234\" (a number would escape masking)", got)
+	}
+	if got := spec["replicas"]; got != int64(2) {
+		t.Errorf("replicas = %#v, want the number 2", got)
+	}
+	if got := spec["template"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)["version"]; got != "2" {
+		t.Errorf("a pod template label = %#v, want the string \"2\"", got)
+	}
+	if got := spec["selector"].(map[string]any)["matchLabels"].(map[string]any)["version"]; got != "2" {
+		t.Errorf("a selector label = %#v, want the string \"2\"", got)
+	}
+	if len(secrets) != 1 || secrets[0] != "pin" {
+		t.Errorf("secret variables used = %v, want [pin]", secrets)
 	}
 }
 
