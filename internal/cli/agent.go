@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -20,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -50,21 +50,22 @@ type agentOptions struct {
 	syncInterval time.Duration
 	insecureHost bool
 
-	leaderElect   bool
-	metricsAddr   string
-	probeAddr     string
-	logFormat     string
-	cacheDir      string
-	concurrent    int
-	dryRun        bool
-	fullResync    time.Duration
-	qps           float32
-	burst         int
-	leaderElectOn bool // whether --leader-elect was given
-	budgets       render.Budgets
-	webhookAddr   string
-	webhookSecret string
-	notifyConfig  string
+	leaderElect    bool
+	metricsAddr    string
+	probeAddr      string
+	logFormat      string
+	cacheDir       string
+	concurrent     int
+	dryRun         bool
+	fullResync     time.Duration
+	qps            float32
+	burst          int
+	leaderElectOn  bool // whether --leader-elect was given
+	budgets        render.Budgets
+	webhookAddr    string
+	webhookSecret  string
+	webhookProxies []string
+	notifyConfig   string
 }
 
 const rootSyncName = "default"
@@ -101,7 +102,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	}
 	defaults := controller.DefaultOptions()
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; default: in-cluster config, then $KUBECONFIG, then ~/.kube/config")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", kubeconfigUsage)
 	f.StringVar(&o.namespace, "namespace", "", "the agent's namespace, for the root Sync and leader election (default: the pod's namespace, else driftless-system; created if missing)")
 	f.StringVar(&o.gitURL, "git-url", "", "repository of the root Sync (ssh://, https:// or file://); without it only user-created Syncs are served")
 	f.StringVar(&o.gitBranch, "git-branch", "master", "branch of the root Sync")
@@ -126,6 +127,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.Int64Var(&o.budgets.MaxBytes, "render-max-bytes", defaults.RenderBudgets.MaxBytes, "most bytes one render may read from files, and may decode to with YAML aliases expanded")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "address of the webhook receiver (/hooks/github, /hooks/gitlab, /hooks/gitea, /hooks/bitbucket, /hooks/generic), such as :9292: a push wakes the Syncs that follow the pushed branch or tag at once (docs/webhooks.md); empty disables it")
 	f.StringVar(&o.webhookSecret, "webhook-secret", "", "Secret in the agent's namespace with the webhook secrets: one key per provider (github, gitlab, gitea, bitbucket, generic), or the key token for all; required with --webhook-bind-address")
+	f.StringSliceVar(&o.webhookProxies, "webhook-trusted-proxies", nil, "comma-separated CIDRs of the proxies in front of the webhook receiver (an Ingress): requests from them are rate-limited by their X-Forwarded-For sender; empty limits by the TCP peer")
 	f.StringVar(&o.notifyConfig, "notify-config", "", "YAML file of notification targets (Slack, Teams, generic webhook), the Syncs and events each receives, and the dedup settings (docs/notifications.md); empty sends none")
 	return cmd
 }
@@ -150,6 +152,11 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		ctrl.SetLogger(zap.New(zap.ConsoleEncoder()))
 	default:
 		return fmt.Errorf("unknown --log-format %q: use text or json", o.logFormat)
+	}
+	for _, p := range o.webhookProxies {
+		if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {
+			return fmt.Errorf("--webhook-trusted-proxies %q: write CIDRs such as 10.0.0.0/8,fd00::/8: %w", p, err)
+		}
 	}
 	if o.webhookAddr != "" && o.webhookSecret == "" {
 		return fmt.Errorf("--webhook-bind-address needs --webhook-secret: name the Secret in the agent's namespace that holds the webhook secrets (docs/webhooks.md)")
@@ -228,14 +235,15 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	if wake != nil {
 		hooks, err := receiver.New(receiver.Options{
-			Addr:     o.webhookAddr,
-			Secret:   types.NamespacedName{Namespace: o.namespace, Name: o.webhookSecret},
-			Syncs:    mgr.GetClient(),
-			Secrets:  mgr.GetAPIReader(),
-			Wake:     wake,
-			Elected:  mgr.Elected(),
-			Recorder: mgr.GetEventRecorder("driftless-webhook-receiver"),
-			Limits:   receiver.DefaultLimits(),
+			Addr:           o.webhookAddr,
+			Secret:         types.NamespacedName{Namespace: o.namespace, Name: o.webhookSecret},
+			Syncs:          mgr.GetClient(),
+			Secrets:        mgr.GetAPIReader(),
+			Wake:           wake,
+			Elected:        mgr.Elected(),
+			Recorder:       mgr.GetEventRecorder("driftless-webhook-receiver"),
+			Limits:         receiver.DefaultLimits(),
+			TrustedProxies: trustedProxies(o.webhookProxies),
 		})
 		if err != nil {
 			return err
@@ -255,21 +263,15 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	return mgr.Start(ctx)
 }
 
-// restConfig loads --kubeconfig, else the in-cluster config, else the
-// usual kubeconfig files. It reports whether it runs in a cluster.
+// restConfig loads the cluster of --kubeconfig by the rule every command
+// follows (clusterFlags.load). It reports whether it is the in-cluster
+// config.
 func restConfig(path string) (*rest.Config, bool, error) {
-	if path == "" {
-		if cfg, err := rest.InClusterConfig(); err == nil {
-			return cfg, true, nil
-		}
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := clusterFlags{kubeconfig: path}.load()
 	if err != nil {
-		return nil, false, fmt.Errorf("load kubeconfig: %w; pass --kubeconfig or run in a cluster", err)
+		return nil, false, err
 	}
-	return cfg, false, nil
+	return cfg.rest, cfg.inCluster, nil
 }
 
 // install creates or updates the Sync CRD and its admission policy, the
@@ -363,4 +365,16 @@ func applyTyped(ctx context.Context, c client.Client, obj client.Object) error {
 		delete(md, "creationTimestamp")
 	}
 	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), client.FieldOwner("driftless-agent"), client.ForceOwnership)
+}
+
+// trustedProxies parses --webhook-trusted-proxies, which the flag check
+// has already validated.
+func trustedProxies(cidrs []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(c)); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }

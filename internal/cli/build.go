@@ -91,7 +91,7 @@ Exit status:
 	f.StringSliceVar(&o.paths, "path", nil, "directories or files in --repo to render, like a Sync's spec.paths (default: all of it)")
 	f.StringVar(&o.targetNamespace, "target-namespace", "", `namespace of namespaced objects that name none, as a Sync's spec.targetNamespace (default "default")`)
 	f.StringVar(&o.sync, "sync", "", "render as this Sync of the cluster would, as NAMESPACE/NAME: its paths, targetNamespace and variables")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file, with --sync; default: in-cluster config, then $KUBECONFIG, then ~/.kube/config")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "with --sync: "+kubeconfigUsage)
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
 	return cmd
@@ -233,4 +233,39 @@ func maskStrings(values []string, objs ...map[string]any) {
 	for _, obj := range objs {
 		walk(obj)
 	}
+}
+
+// maskLikeDesired hides, in the live object, the old form of every string
+// that holds a masked Secret value in the desired one: after a Secret is
+// rotated, the live object still holds the old value, which maskStrings
+// (knowing only the new one) would show. Such a string shows as "***"
+// when it differs from the desired one.
+func maskLikeDesired(live, desired any) any {
+	switch d := desired.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return live
+		}
+		for k, dv := range d {
+			if lv, ok := l[k]; ok {
+				l[k] = maskLikeDesired(lv, dv)
+			}
+		}
+		return l
+	case []any:
+		l, ok := live.([]any)
+		if !ok {
+			return live
+		}
+		for i := range min(len(l), len(d)) {
+			l[i] = maskLikeDesired(l[i], d[i])
+		}
+		return l
+	case string:
+		if strings.Contains(d, maskedValue) && live != any(d) {
+			return maskedValue
+		}
+	}
+	return live
 }

@@ -22,9 +22,9 @@ type diffOptions struct {
 	paths []string
 
 	// Against a cluster.
-	sync       string
-	kubeconfig string
-	revision   string
+	sync     string
+	cluster  clusterFlags
+	revision string
 
 	// Offline.
 	repo            string
@@ -109,7 +109,8 @@ Exit status:
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.sync, "sync", "", "the Sync to diff against the cluster, as NAMESPACE/NAME")
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file, with --sync; default: in-cluster config, then $KUBECONFIG, then ~/.kube/config")
+	f.StringVar(&o.cluster.kubeconfig, "kubeconfig", "", "with --sync: "+kubeconfigUsage)
+	f.StringVar(&o.cluster.context, "context", "", "with --sync: "+contextUsage)
 	f.StringVar(&o.revision, "revision", "", "with --sync: a full commit SHA, or a branch or tag of the Sync's repository, to diff instead of the Sync's ref")
 	f.StringSliceVar(&o.paths, "path", nil, "with --sync: a local checkout of the Sync's repository to render instead of git; with --repo: comma-separated paths in the repository (default: all of it)")
 	f.StringVar(&o.repo, "repo", "", "offline: a local clone, or a file:// or public http(s):// repository URL")
@@ -185,8 +186,8 @@ func (o *diffOptions) validate() error {
 		if o.from == "" || o.to == "" {
 			return errors.New("--repo needs --from and --to: the two branches, tags or commits to compare")
 		}
-		if o.revision != "" || o.kubeconfig != "" {
-			return errors.New("--revision and --kubeconfig are for diffs against a cluster (--sync); offline, use --from and --to")
+		if o.revision != "" || o.cluster != (clusterFlags{}) {
+			return errors.New("--revision, --kubeconfig and --context are for diffs against a cluster (--sync); offline, use --from and --to")
 		}
 	}
 	return nil

@@ -10,11 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/controller"
@@ -35,7 +31,7 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if err != nil {
 		return nil, err
 	}
-	c, mapper, err := diffClient(o.kubeconfig)
+	c, mapper, err := o.cluster.diffClient()
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +70,7 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	}
 	res := engine.Run(ctx, c, engine.Input{Sync: &s, Objects: objects, Inventory: previous, DryRun: true})
 	if res.Err != nil {
-		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, res.Err)
+		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, engine.MaskSecrets(res.Err, ropts.Variables))
 	}
 	r := newDiffReport("live", to)
 	r.secretValues = map[plan.ID][]string{}
@@ -100,29 +96,17 @@ func parseSyncKey(s string) (client.ObjectKey, error) {
 // diffClient returns a client for the cluster of kubeconfig that handles
 // any kind the cluster serves, and its RESTMapper.
 func diffClient(kubeconfig string) (client.Client, meta.RESTMapper, error) {
-	cfg, _, err := restConfig(kubeconfig)
+	return clusterFlags{kubeconfig: kubeconfig}.diffClient()
+}
+
+// diffClient returns a client for the cluster of the flags that handles
+// any kind the cluster serves, and its RESTMapper.
+func (f clusterFlags) diffClient() (client.Client, meta.RESTMapper, error) {
+	cl, err := f.connect()
 	if err != nil {
 		return nil, nil, err
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, nil, err
-		}
-	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
-	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient})
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
-	}
-	return c, mapper, nil
+	return cl.client, cl.mapper, nil
 }
 
 // renderSyncRevision renders, as the agent does, the revision the Sync

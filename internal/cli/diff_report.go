@@ -80,7 +80,12 @@ func (r *diffReport) hasChanges() bool { return len(r.Changes) > 0 }
 func (r *diffReport) add(action diffAction, id plan.ID, origin, reason string, before, after *unstructured.Unstructured) error {
 	b, a := forDisplay(before), forDisplay(after)
 	maskSecrets(id, b, a)
-	maskStrings(r.secretValues[id], b, a)
+	if values := r.secretValues[id]; len(values) > 0 {
+		maskStrings(values, b, a)
+		if b != nil && a != nil {
+			maskLikeDesired(b, a)
+		}
+	}
 	from, to := r.From, r.To
 	if before == nil {
 		from = "/dev/null"

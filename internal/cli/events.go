@@ -8,15 +8,16 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -193,6 +194,7 @@ func runEvents(ctx context.Context, o *eventsOptions, arg string, out io.Writer)
 	}
 	r.Sync, r.allNamespaces = sel.sync, sel.allNamespaces
 	rvs := make([]string, len(sel.namespaces))
+	seen := map[types.UID]string{}
 	for i, n := range sel.namespaces {
 		var list eventsv1.EventList
 		if err := c.List(ctx, &list, client.InNamespace(n)); err != nil {
@@ -200,6 +202,7 @@ func runEvents(ctx context.Context, o *eventsOptions, arg string, out io.Writer)
 		}
 		rvs[i] = list.ResourceVersion
 		for _, e := range list.Items {
+			seen[e.UID] = e.ResourceVersion
 			if sel.keep(n, e) {
 				r.Events = append(r.Events, newEventRow(e))
 			}
@@ -213,7 +216,7 @@ func runEvents(ctx context.Context, o *eventsOptions, arg string, out io.Writer)
 	if err := v.Render(out, r); err != nil {
 		return err
 	}
-	return watchEvents(ctx, c, sel, rvs, host, func(row eventRow) error {
+	return watchEvents(ctx, c, sel, rvs, seen, host, func(row eventRow) error {
 		r.Events, r.now = []eventRow{row}, time.Now()
 		if o.output == "yaml" {
 			if _, err := io.WriteString(out, "---\n"); err != nil {
@@ -257,11 +260,9 @@ func selectEvents(ctx context.Context, c client.Reader, o *eventsOptions, arg, n
 	}
 	// The managed objects, by the namespace of their Events.
 	managed := map[string]map[plan.ID]bool{key.Namespace: {}}
-	for _, e := range s.Status.Inventory {
-		id, err := inventory.Decode(e.ID)
-		if err != nil {
-			continue
-		}
+	entries, _ := inventory.FromStatus(&s.Status) // an unreadable entry names no object to show
+	for _, e := range entries {
+		id := e.ID
 		evNS := id.Namespace
 		if evNS == "" {
 			evNS = metav1.NamespaceDefault
@@ -288,65 +289,101 @@ func selectEvents(ctx context.Context, c client.Reader, o *eventsOptions, arg, n
 
 // watchEvents calls show with each Event of sel added or changed after
 // the resource versions rvs (one per namespace), until ctx ends; then it
-// returns nil.
-func watchEvents(ctx context.Context, c client.WithWatch, sel eventSelection, rvs []string, host string, show func(eventRow) error) error {
+// returns nil. A watch the API server ends is started again from a new
+// list, of which it shows the Events not in seen (UID to resource
+// version of the Events shown so far), as they were missed.
+func watchEvents(ctx context.Context, c client.WithWatch, sel eventSelection, rvs []string, seen map[types.UID]string, host string, show func(eventRow) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type seen struct {
+	type event struct {
 		ns string
-		e  *eventsv1.Event
+		e  eventsv1.Event
 	}
-	ch := make(chan seen)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	ch := make(chan event)
+	g, gctx := errgroup.WithContext(ctx)
 	for i, n := range sel.namespaces {
-		w, err := c.Watch(ctx, &eventsv1.EventList{}, client.InNamespace(n),
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rvs[i]}})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		from := rvs[i] // the list the caller showed
+		send := func(e eventsv1.Event) bool {
+			select {
+			case ch <- event{ns: n, e: e}:
+				return true
+			case <-gctx.Done():
+				return false
 			}
-			return eventsError(err, n, host)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer w.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						return
+		g.Go(func() error {
+			return relistWatch(gctx,
+				func(ctx context.Context) (string, error) {
+					if from != "" {
+						rv := from
+						from = ""
+						return rv, nil
 					}
-					e, isEvent := ev.Object.(*eventsv1.Event)
-					if !isEvent || (ev.Type != watch.Added && ev.Type != watch.Modified) {
-						continue
+					var list eventsv1.EventList
+					if err := c.List(ctx, &list, client.InNamespace(n)); err != nil {
+						return "", eventsError(err, n, host)
 					}
-					select {
-					case ch <- seen{ns: n, e: e}:
-					case <-ctx.Done():
-						return
+					for _, e := range list.Items {
+						if !send(e) {
+							return "", ctx.Err()
+						}
 					}
+					return list.ResourceVersion, nil
+				},
+				func(ctx context.Context, rv string) (watch.Interface, error) {
+					w, err := c.Watch(ctx, &eventsv1.EventList{}, client.InNamespace(n),
+						&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+					if err != nil {
+						return nil, eventsError(err, n, host)
+					}
+					return w, nil
+				},
+				func(ctx context.Context, w watch.Interface) error {
+					for {
+						select {
+						case <-ctx.Done():
+							return nil
+						case ev, ok := <-w.ResultChan():
+							if !ok || ev.Type == watch.Error {
+								return nil // list again
+							}
+							e, isEvent := ev.Object.(*eventsv1.Event)
+							if !isEvent || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+								continue
+							}
+							if !send(*e) {
+								return nil
+							}
+						}
+					}
+				})
+		})
+	}
+	showErr := func() error {
+		for {
+			select {
+			case <-gctx.Done():
+				return nil
+			case s := <-ch:
+				if rv, ok := seen[s.e.UID]; ok && rv == s.e.ResourceVersion {
+					continue
+				}
+				seen[s.e.UID] = s.e.ResourceVersion
+				if !sel.keep(s.ns, s.e) {
+					continue
+				}
+				if err := show(newEventRow(s.e)); err != nil {
+					return err
 				}
 			}
-		}()
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case s := <-ch:
-			if !sel.keep(s.ns, *s.e) {
-				continue
-			}
-			if err := show(newEventRow(*s.e)); err != nil {
-				return err
-			}
 		}
+	}()
+	cancel()
+	err := g.Wait()
+	if showErr != nil {
+		return showErr
 	}
+	return err
 }
 
 func eventsError(err error, ns, host string) error {

@@ -15,9 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -220,22 +217,15 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 	if err != nil {
 		return err
 	}
-	cfg, ns, err := o.cluster.restConfig()
+	cl, err := o.cluster.connect()
 	if err != nil {
 		return err
 	}
+	c, ns, host := cl.client, cl.namespace, cl.host
 	if o.namespace != "" {
 		ns = o.namespace
 	}
-	c, _, host, err := o.cluster.syncClient()
-	if err != nil {
-		return err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("connect to the API server %s: %w", host, err)
-	}
-	mapping, err := mappingFor(kind, dc)
+	mapping, err := mappingFor(kind, cl.mapper)
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("the cluster at %s has no kind %q: %w; `kubectl api-resources` lists them", host, kind, err)}
 	}
@@ -248,6 +238,7 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
 		return readObjectError(err, id, host)
 	}
+	id = plan.IDOf(u)
 
 	r := explainReport{Object: id.String(), APIVersion: u.GetAPIVersion(), FieldManagers: []fieldManager{}, now: time.Now()}
 	if s, ok := u.GetAnnotations()[v1alpha1.OriginAnnotation]; ok {
@@ -271,9 +262,8 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 		var list v1alpha1.SyncList
 		if err := c.List(ctx, &list); err == nil {
 			r.listChecked = true
-			encoded := inventory.Encode(id)
 			for _, s := range list.Items {
-				if inInventory(&s, encoded) {
+				if inInventory(&s, id) {
 					r.ListedBy = append(r.ListedBy, s.Namespace+"/"+s.Name)
 				}
 			}
@@ -289,7 +279,7 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 		return fmt.Errorf("read Sync %s, which manages %s: %w", req.Sync, id, err)
 	}
 	r.SyncFound = true
-	r.InInventory = inInventory(&s, inventory.Encode(id))
+	r.InInventory = inInventory(&s, id)
 	for _, d := range s.Status.Drift {
 		if d.Object != id.String() || len(r.Drift) == explainDriftShown {
 			continue
@@ -309,9 +299,7 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 // mappingFor resolves KIND as kubectl does: a resource, a short name, a
 // singular, or a kind, optionally with its group (deployments.apps) or
 // version and group (deployments.v1.apps).
-func mappingFor(arg string, dc discovery.DiscoveryInterface) (*meta.RESTMapping, error) {
-	cached := memory.NewMemCacheClient(dc)
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
+func mappingFor(arg string, mapper meta.RESTMapper) (*meta.RESTMapping, error) {
 	gvr, gr := schema.ParseResourceArg(arg)
 	var gvk schema.GroupVersionKind
 	if gvr != nil {
@@ -348,14 +336,13 @@ func readObjectError(err error, id plan.ID, host string) error {
 	return fmt.Errorf("read %s: %w", id, err)
 }
 
-// inInventory reports whether s's inventory lists the encoded ID.
-func inInventory(s *v1alpha1.Sync, encoded string) bool {
-	for _, e := range s.Status.Inventory {
-		if e.ID == encoded {
+// inInventory reports whether s's inventory lists id. Entries it cannot
+// read list nothing.
+func inInventory(s *v1alpha1.Sync, id plan.ID) bool {
+	entries, _ := inventory.FromStatus(&s.Status)
+	for _, e := range entries {
+		if e.ID == id {
 			return true
-		}
-		if id, err := inventory.Decode(e.ID); err == nil && inventory.Encode(id) == encoded {
-			return true // written in the legacy form
 		}
 	}
 	return false

@@ -273,30 +273,54 @@ func (p *syncPrinter) print(items []v1alpha1.Sync) error {
 // then again after every change, until ctx ends; then it returns nil. A
 // watch the API server ends is started again from a new list.
 func watchSyncs(ctx context.Context, c client.WithWatch, ns, host string, show func([]v1alpha1.Sync) error) error {
-	for ctx.Err() == nil {
-		var list v1alpha1.SyncList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			if ctx.Err() != nil {
-				return nil
+	syncs := map[client.ObjectKey]v1alpha1.Sync{}
+	return relistWatch(ctx,
+		func(ctx context.Context) (string, error) {
+			var list v1alpha1.SyncList
+			if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return "", listError(err, host)
 			}
-			return listError(err, host)
-		}
-		syncs := make(map[client.ObjectKey]v1alpha1.Sync, len(list.Items))
-		for _, s := range list.Items {
-			syncs[client.ObjectKeyFromObject(&s)] = s
-		}
-		if err := showSyncs(syncs, show); err != nil {
-			return err
-		}
-		w, err := c.Watch(ctx, &v1alpha1.SyncList{}, client.InNamespace(ns),
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+			clear(syncs)
+			for _, s := range list.Items {
+				syncs[client.ObjectKeyFromObject(&s)] = s
+			}
+			return list.ResourceVersion, showSyncs(syncs, show)
+		},
+		func(ctx context.Context, rv string) (watch.Interface, error) {
+			w, err := c.Watch(ctx, &v1alpha1.SyncList{}, client.InNamespace(ns),
+				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+			if err != nil {
+				return nil, fmt.Errorf("watch Syncs in the cluster at %s: %w", host, err)
+			}
+			return w, nil
+		},
+		func(ctx context.Context, w watch.Interface) error { return followSyncs(ctx, w, syncs, show) })
+}
+
+// relistWatch lists, then watches from the resource version list returns
+// and follows that watch, until ctx ends; then it returns nil. A watch
+// the API server ends (after 30 to 60 minutes, or when the resource
+// version is too old) is started again from a new list: follow returns
+// nil when its watch ends, and an error to stop. An error of list or
+// start stops too, unless ctx has ended.
+func relistWatch(ctx context.Context, list func(context.Context) (string, error),
+	start func(ctx context.Context, rv string) (watch.Interface, error), follow func(context.Context, watch.Interface) error) error {
+	for ctx.Err() == nil {
+		rv, err := list(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("watch Syncs in the cluster at %s: %w", host, err)
+			return err
 		}
-		err = followSyncs(ctx, w, syncs, show)
+		w, err := start(ctx, rv)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		err = follow(ctx, w)
 		w.Stop()
 		if err != nil {
 			return err

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,6 +106,21 @@ func renderReconcileText(w io.Writer, r reconcileReport) error {
 	return err
 }
 
+// stalledSince returns the Stalled=True condition of got when it became
+// so after the request at requested, or was not so in before, the Sync
+// as it was when the request was made; else nil.
+func stalledSince(got, before *v1alpha1.Sync, requested time.Time) *metav1.Condition {
+	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return nil
+	}
+	if !meta.IsStatusConditionTrue(before.Status.Conditions, v1alpha1.ConditionStalled) ||
+		!c.LastTransitionTime.Time.Before(requested.Truncate(time.Second)) {
+		return c
+	}
+	return nil
+}
+
 func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, errOut io.Writer) error {
 	key, err := parseSyncArg(arg)
 	if err != nil {
@@ -148,8 +165,12 @@ func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, err
 	err = wait.PollUntilContextTimeout(ctx, o.poll, o.timeout, true, func(ctx context.Context) (bool, error) {
 		var got v1alpha1.Sync
 		if err := c.Get(ctx, key, &got); err != nil {
-			if apierrors.IsNotFound(err) {
+			switch {
+			case apierrors.IsNotFound(err):
 				return false, fmt.Errorf("the Sync %s was deleted while waiting for its sync", key)
+			case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+				return false, &exitError{code: 2, err: fmt.Errorf("stopped waiting for %s: the cluster at %s no longer lets you read it (%w); the sync goes on: ask for get on syncs.%s there, or use --context with an identity that has it",
+					key, host, err, v1alpha1.GroupVersion.Group)}
 			}
 			return false, nil // the next poll tries again
 		}
@@ -157,6 +178,10 @@ func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, err
 			hr := newHistoryRecord(*rec)
 			r.Result = &hr
 			return true, nil
+		}
+		if c := stalledSince(&got, s, now); c != nil {
+			return false, &exitError{code: 1, err: fmt.Errorf("the agent stopped syncing %s (Stalled: %s): %s; it tries again when the Sync's spec changes",
+				key, c.Reason, c.Message)}
 		}
 		if p := got.Status.Progress; p != nil && *p != lastProgress {
 			lastProgress = *p
@@ -166,6 +191,9 @@ func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, err
 		return false, nil
 	})
 	if err != nil {
+		if ee := (*exitError)(nil); errors.As(err, &ee) {
+			return ee
+		}
 		if !wait.Interrupted(err) {
 			return &exitError{code: 1, err: err}
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -95,7 +96,8 @@ type treeReport struct {
 	Revision  string           `json:"revision,omitempty"`
 	DependsOn []treeDependency `json:"dependsOn,omitempty"`
 	Objects   []treeObject     `json:"objects"`
-	// Unreadable are inventory entries that are not object IDs.
+	// Unreadable says, for each inventory entry that is not an object ID,
+	// what it is and what form it lacks.
 	Unreadable []string `json:"unreadable,omitempty"`
 	colour     painter
 }
@@ -137,7 +139,7 @@ func renderTreeText(w io.Writer, r treeReport) error {
 		groups[len(groups)-1].objects = append(groups[len(groups)-1].objects, o)
 	}
 	for _, u := range r.Unreadable {
-		groups = append(groups, group{title: fmt.Sprintf("unreadable inventory entry %q", u)})
+		groups = append(groups, group{title: "unreadable: " + u})
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, g := range groups {
@@ -196,12 +198,10 @@ func runTree(ctx context.Context, o *treeOptions, arg string, out io.Writer) err
 		}
 		r.DependsOn = append(r.DependsOn, dep)
 	}
-	for _, e := range s.Status.Inventory {
-		id, err := inventory.Decode(e.ID)
-		if err != nil {
-			r.Unreadable = append(r.Unreadable, e.ID)
-			continue
-		}
+	entries, err := inventory.FromStatus(&s.Status)
+	r.Unreadable = errorLines(err)
+	for _, e := range entries {
+		id := e.ID
 		r.Objects = append(r.Objects, treeObject{Namespace: id.Namespace, Group: id.Group, Kind: id.Kind, Name: id.Name, Version: e.Version})
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -264,4 +264,23 @@ func readyOf(s *v1alpha1.Sync) (string, string) {
 		return "Unknown", ""
 	}
 	return string(c.Status), c.Reason
+}
+
+// errorLines are the messages of the errors err joins (under its one
+// wrapping message, as inventory.FromStatus returns them); err's own
+// message when it joins none; none for nil.
+func errorLines(err error) []string {
+	if err == nil {
+		return nil
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			var lines []string
+			for _, one := range j.Unwrap() {
+				lines = append(lines, one.Error())
+			}
+			return lines
+		}
+	}
+	return []string{err.Error()}
 }

@@ -97,3 +97,25 @@ func TestTreeOfASyncThatDoesNotExistExitsTwo(t *testing.T) {
 		t.Errorf("error = %s", r.errOut)
 	}
 }
+
+func TestTreeReadsLegacyInventoryEntriesAndSaysWhichItCannotRead(t *testing.T) {
+	ns := env.Namespace(t)
+	key := createSyncWithStatus(t, ns, "legacy", false, v1alpha1.SyncStatus{Inventory: []v1alpha1.InventoryEntry{
+		{ID: ns + "_old-config__ConfigMap", Version: "v1"}, {ID: "garbage", Version: "v1"}}})
+
+	js := runCLI(t, "tree", key.String(), "-o", "json", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
+	var doc treeReport
+	if err := json.Unmarshal([]byte(js.out), &doc); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, js.out)
+	}
+	if len(doc.Objects) != 1 || doc.Objects[0].Kind != "ConfigMap" || doc.Objects[0].Name != "old-config" || doc.Objects[0].Namespace != ns {
+		t.Errorf("objects = %+v, want the legacy entry's ConfigMap %s/old-config", doc.Objects, ns)
+	}
+	if len(doc.Unreadable) != 1 || !strings.Contains(doc.Unreadable[0], `"garbage"`) {
+		t.Errorf("unreadable = %q, want one line naming the entry \"garbage\"", doc.Unreadable)
+	}
+	table := runCLI(t, "tree", key.String(), "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
+	if !strings.Contains(table.out, `unreadable: inventory entry "garbage"`) {
+		t.Errorf("the tree does not show the unreadable entry:\n%s", table.out)
+	}
+}

@@ -11,11 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -27,56 +23,6 @@ import (
 // suspend, resume) share their cluster flags, their output flag and
 // their views: one for people (a table or a few lines), one JSON and one
 // YAML, behind one interface per command's data.
-
-// clusterFlags are --kubeconfig and --context, as kubectl has them.
-type clusterFlags struct {
-	kubeconfig string
-	context    string
-}
-
-func (f *clusterFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; default: $KUBECONFIG, then ~/.kube/config, then the in-cluster config")
-	cmd.Flags().StringVar(&f.context, "context", "", "kubeconfig context to use (default: the kubeconfig's current context)")
-}
-
-// syncClient connects to the cluster of the flags with a client that
-// reads, patches and watches Syncs. It also returns the namespace of the
-// kubeconfig context ("default" when it names none) and the API server's
-// address, for messages.
-func (f *clusterFlags) syncClient() (client.WithWatch, string, string, error) {
-	cfg, ns, err := f.restConfig()
-	if err != nil {
-		return nil, "", "", err
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, "", "", err
-		}
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, "", "", fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
-	}
-	return c, ns, cfg.Host, nil
-}
-
-// restConfig loads the kubeconfig of the flags; it also returns the
-// namespace of its context ("default" when it names none).
-func (f *clusterFlags) restConfig() (*rest.Config, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
-	cfg, err := cc.ClientConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("load kubeconfig: %w; pass --kubeconfig, or --context with a context the kubeconfig has", err)
-	}
-	ns, _, err := cc.Namespace()
-	if err != nil || ns == "" {
-		ns = "default"
-	}
-	return cfg, ns, nil
-}
 
 // parseSyncArg reads the NAMESPACE/NAME argument of a command.
 func parseSyncArg(arg string) (client.ObjectKey, error) {

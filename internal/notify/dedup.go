@@ -26,6 +26,11 @@ import (
 //     one message with a count and the objects.
 //   - Any other message (changes applied, drift reported, reverts paused)
 //     that repeats word for word is sent again only after Reminder.
+//
+// Memory stays bounded: flush forgets messages sent longer than Reminder
+// ago, and the whole state of a Sync that is not failing and has had no
+// notice for longer than Reminder and FlapWindow (which is then the same
+// as a Sync never seen); a deleted Sync's state goes at once.
 type deduper struct {
 	cfg   Config
 	syncs map[types.NamespacedName]*syncState
@@ -33,6 +38,7 @@ type deduper struct {
 
 type syncState struct {
 	labels     map[string]string
+	lastNotice time.Time
 	failing    bool
 	failKey    string
 	failReason string
@@ -58,13 +64,13 @@ func newDeduper(cfg Config) *deduper {
 	return &deduper{cfg: cfg, syncs: map[types.NamespacedName]*syncState{}}
 }
 
-func (d *deduper) state(n notice) *syncState {
+func (d *deduper) state(n notice, now time.Time) *syncState {
 	st := d.syncs[n.sync]
 	if st == nil {
 		st = &syncState{sent: map[string]time.Time{}}
 		d.syncs[n.sync] = st
 	}
-	st.labels = n.labels
+	st.labels, st.lastNotice = n.labels, now
 	return st
 }
 
@@ -76,7 +82,10 @@ func fingerprint(parts ...string) string {
 
 // observe takes one notice at now and returns the messages to send now.
 func (d *deduper) observe(n notice, now time.Time) []Message {
-	st := d.state(n)
+	if n.gone {
+		return d.forget(n.sync, now)
+	}
+	st := d.state(n, now)
 	msg := func(e Event, summary string, count int) []Message {
 		return []Message{{Sync: n.sync, Labels: n.labels, Event: e, Reason: n.reason, Summary: summary,
 			Detail: n.message, Revision: n.revision, Time: now, Count: count}}
@@ -157,6 +166,32 @@ func (d *deduper) once(st *syncState, n notice, now time.Time, m []Message) []Me
 	return m
 }
 
+// forget drops the state of a deleted Sync, sending the drift reverts it
+// gathered.
+func (d *deduper) forget(k types.NamespacedName, now time.Time) []Message {
+	st := d.syncs[k]
+	delete(d.syncs, k)
+	if st == nil || st.burst == nil {
+		return nil
+	}
+	return []Message{burstMessage(st.burst, now, d.cfg.DriftWindow.Duration)}
+}
+
+// prune forgets what no longer changes a decision: messages sent longer
+// than Reminder ago, and a Sync quiet for longer than Reminder and
+// FlapWindow that is not failing and has nothing pending.
+func (d *deduper) prune(k types.NamespacedName, st *syncState, now time.Time) {
+	for key, at := range st.sent {
+		if now.Sub(at) >= d.cfg.Reminder.Duration {
+			delete(st.sent, key)
+		}
+	}
+	quiet := max(d.cfg.Reminder.Duration, d.cfg.FlapWindow.Duration)
+	if !st.failing && st.burst == nil && !st.flapNotified && now.Sub(st.lastNotice) > quiet {
+		delete(d.syncs, k)
+	}
+}
+
 // recentFlips drops flips older than the window and counts the rest.
 func (d *deduper) recentFlips(st *syncState, now time.Time) int {
 	i := 0
@@ -189,7 +224,7 @@ func (d *deduper) flapStart(st *syncState, n notice, now time.Time) ([]Message, 
 }
 
 // flush returns what is due at now: drift bursts whose window closed,
-// and Syncs that stopped flapping.
+// and Syncs that stopped flapping. It also prunes the state.
 func (d *deduper) flush(now time.Time) []Message {
 	var out []Message
 	keys := make([]types.NamespacedName, 0, len(d.syncs))
@@ -213,6 +248,7 @@ func (d *deduper) flush(now time.Time) []Message {
 			out = append(out, Message{Sync: k, Labels: st.labels, Event: e, Reason: st.failReason, Time: now, Count: 1,
 				Summary: fmt.Sprintf("Sync %s stopped flapping: %s for %s", k, state, d.cfg.FlapWindow.Duration)})
 		}
+		d.prune(k, st, now)
 	}
 	return out
 }

@@ -1,11 +1,16 @@
 package notify
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/driftless/driftless/api/v1alpha1"
 )
 
 var (
@@ -160,5 +165,75 @@ func TestABurstOfDriftRevertsIsOneMessageWithACount(t *testing.T) {
 	}
 	if again := d.flush(t0.Add(3 * time.Minute)); len(again) != 0 {
 		t.Errorf("the burst was sent twice: %v", events(again))
+	}
+}
+
+func TestMemoryStaysBoundedOverManyDistinctMessagesAndSyncs(t *testing.T) {
+	cfg := testConfig()
+	cfg.Reminder.Duration = time.Hour
+	d := newDeduper(cfg)
+	maxSent, maxSyncs := 0, 0
+	// A week of one Sync applying a new revision every minute, and a new
+	// short-lived Sync every ten minutes, flushed as the dispatcher does.
+	for i := range 7 * 24 * 60 {
+		now := t0.Add(time.Duration(i) * time.Minute)
+		n := ready(true)
+		n.message = fmt.Sprintf("applied %07x: 1 configured", i)
+		if got := d.observe(n, now); len(got) != 1 {
+			t.Fatalf("a new revision applied sent %v, want it", events(got))
+		}
+		if i%10 == 0 {
+			other := ready(true)
+			other.sync = types.NamespacedName{Namespace: "team-b", Name: fmt.Sprintf("preview-%d", i)}
+			d.observe(other, now)
+		}
+		d.flush(now)
+		maxSent = max(maxSent, len(d.syncs[shop].sent))
+		maxSyncs = max(maxSyncs, len(d.syncs))
+	}
+	// An hour of messages a minute, and the Syncs heard from within the
+	// hour (plus one for the clock's edges).
+	if maxSent > 61 || maxSyncs > 8 {
+		t.Errorf("after a week the deduper held up to %d sent messages of one Sync and %d Syncs; want at most 61 and 8 (an hour's worth)", maxSent, maxSyncs)
+	}
+}
+
+func TestForgettingAQuietSyncChangesNoDecision(t *testing.T) {
+	cfg := testConfig()
+	cfg.Reminder.Duration = time.Hour
+	d := newDeduper(cfg)
+	d.observe(failure("bad"), t0)
+	d.flush(t0.Add(5 * time.Hour))
+	if got := d.observe(failure("bad"), t0.Add(5*time.Hour)); len(got) != 1 || !strings.Contains(got[0].Summary, "still failing") {
+		t.Errorf("a Sync failing quietly for 5h sent %+v, want a reminder: its state must survive a flush", got)
+	}
+	d.observe(ready(false), t0.Add(6*time.Hour))
+	d.flush(t0.Add(8 * time.Hour))
+	if _, ok := d.syncs[shop]; ok {
+		t.Errorf("a Ready Sync quiet for 2h (reminder 1h, flap window 10m) is still held")
+	}
+	if got := d.observe(failure("bad"), t0.Add(8*time.Hour)); len(got) != 1 || got[0].Event != Failed || strings.Contains(got[0].Summary, "still") {
+		t.Errorf("a new failure after the Sync was forgotten sent %+v, want a plain failed message", got)
+	}
+}
+
+func TestADeletedSyncIsForgottenAndItsGatheredRevertsAreSent(t *testing.T) {
+	d := newDeduper(testConfig())
+	d.observe(failure("bad"), t0)
+	d.observe(revert("Deployment/team-a/web"), t0.Add(time.Second))
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: shop.Namespace, Name: shop.Name}}
+	n, ok := noticeOf(s, corev1.EventTypeNormal, v1alpha1.ReasonDeleted, "Delete", "Sync deleted (deletionPolicy Delete)")
+	if !ok {
+		t.Fatal("the deletion event is not a notice")
+	}
+	got := d.observe(n, t0.Add(2*time.Second))
+	if len(got) != 1 || got[0].Event != DriftReverted {
+		t.Errorf("the deletion sent %v, want the gathered drift revert", events(got))
+	}
+	if len(d.syncs) != 0 {
+		t.Errorf("the deleted Sync's state is still held")
+	}
+	if n, ok := noticeOf(s, corev1.EventTypeWarning, v1alpha1.ReasonDeletionFailed, "Delete", "retrying"); ok {
+		t.Errorf("a deletion that is still retrying became notice %+v; the Sync is not gone yet", n)
 	}
 }

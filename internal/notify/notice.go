@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/source"
 )
 
 // notice is one event about a Sync, as the recorder saw it.
@@ -19,11 +20,13 @@ type notice struct {
 	reason   string
 	message  string
 	revision string
+	gone     bool // the Sync was deleted: forget it
 }
 
 // noticeOf classifies an event the controllers record on a Sync. It
-// reports false for events that notify nothing: deletion, waiting for a
-// dependency, a failed drift check (the next sync reports it).
+// reports false for events that notify nothing: waiting for a dependency,
+// a failed drift check (the next sync reports it). The end of a deletion
+// notifies nothing either, but is a notice that the Sync is gone.
 func noticeOf(s *v1alpha1.Sync, eventtype, reason, action, message string) (notice, bool) {
 	n := notice{
 		sync:     types.NamespacedName{Namespace: s.Namespace, Name: s.Name},
@@ -45,6 +48,8 @@ func noticeOf(s *v1alpha1.Sync, eventtype, reason, action, message string) (noti
 		}
 	case action == "Sync" && reason == v1alpha1.ReasonDriftDetected:
 		n.event = DriftReported // a dry run that would change something
+	case action == "Delete" && reason != v1alpha1.ReasonDeletionFailed:
+		n.gone = true
 	case action == "Sync" && reason == v1alpha1.ReasonDependencyNotReady:
 		return n, false
 	case action == "Sync" && eventtype == corev1.EventTypeWarning:
@@ -83,17 +88,9 @@ type Message struct {
 	Count int
 }
 
-// shortRev is a commit hash as people read it (source.Short).
-func shortRev(rev string) string {
-	if len(rev) > 7 {
-		return rev[:7]
-	}
-	return rev
-}
-
 func atRevision(rev string) string {
 	if rev == "" {
 		return ""
 	}
-	return fmt.Sprintf(" at %s", shortRev(rev))
+	return fmt.Sprintf(" at %s", source.Short(rev))
 }

@@ -12,7 +12,8 @@ type Limits struct {
 	// MaxBodyBytes is the largest body read; a larger one gets 413.
 	MaxBodyBytes int64
 	// PerAddress and PerAddressBurst limit requests from one remote
-	// address (the TCP peer, not X-Forwarded-For, which anyone can set);
+	// address: the TCP peer, not X-Forwarded-For, which anyone can set,
+	// unless the peer is one of Options.TrustedProxies;
 	// GlobalRate and GlobalBurst limit all requests together. Past either
 	// limit a request gets 429 before its body is read.
 	PerAddress      rate.Limit

@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source"
@@ -42,20 +43,10 @@ func Match(syncs []v1alpha1.Sync, p Push) []*v1alpha1.Sync {
 		}
 	}
 	slices.SortFunc(woken, func(a, b *v1alpha1.Sync) int {
-		if c := compare(a.Namespace, b.Namespace); c != 0 {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 			return c
 		}
-		return compare(a.Name, b.Name)
+		return strings.Compare(a.Name, b.Name)
 	})
 	return woken
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -61,6 +62,14 @@ type Options struct {
 	// Limits bound bodies, request rates and memory; the zero value means
 	// DefaultLimits.
 	Limits Limits
+	// TrustedProxies are the addresses of the proxies in front of the
+	// receiver (an Ingress controller, a load balancer), as CIDRs. A
+	// request from one of them is rate-limited by the sender its
+	// X-Forwarded-For names: the rightmost address there that is not a
+	// trusted proxy. By default (nil) none is trusted and every request
+	// is limited by its TCP peer, since anyone can write X-Forwarded-For;
+	// behind a proxy all requests then share the proxy's bucket.
+	TrustedProxies []netip.Prefix
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -122,6 +131,10 @@ func New(opts Options) (*Receiver, error) {
 // answers 503.
 func (r *Receiver) NeedLeaderElection() bool { return false }
 
+// shutdownGrace is how long requests under way may finish once the
+// receiver is told to stop.
+const shutdownGrace = 10 * time.Second
+
 // Start listens on Options.Addr and serves until ctx is done, then shuts
 // down, letting requests under way finish for up to ten seconds.
 func (r *Receiver) Start(ctx context.Context) error {
@@ -136,15 +149,19 @@ func (r *Receiver) Start(ctx context.Context) error {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// Requests do not end with ctx: Shutdown lets them finish.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		shutdown, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
-		_ = srv.Shutdown(shutdown)
+		if err := srv.Shutdown(shutdown); err != nil {
+			// Past the grace, requests still under way are cut off.
+			_ = srv.Close()
+		}
 	}()
 	r.log.Info("serving webhooks", "address", ln.Addr().String(), "endpoints", ProviderNames())
 	err = srv.Serve(ln)
@@ -183,7 +200,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.answer(w, name, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
 		return
 	}
-	addr := remoteHost(req)
+	addr := r.sender(req)
 	if !r.limiter.allow(addr, now) {
 		w.Header().Set("Retry-After", "1")
 		r.answer(w, name, http.StatusTooManyRequests, "rate_limited", "too many requests: slow down")
@@ -348,6 +365,44 @@ func remoteHost(req *http.Request) string {
 		return req.RemoteAddr
 	}
 	return host
+}
+
+// sender is the address a request is limited and logged by: the TCP peer,
+// or, when the peer is a trusted proxy, the rightmost X-Forwarded-For hop
+// that is not one. A hop that is not an IP address ends the walk at the
+// last trusted hop.
+func (r *Receiver) sender(req *http.Request) string {
+	peer := remoteHost(req)
+	if len(r.opts.TrustedProxies) == 0 {
+		return peer
+	}
+	ip, err := netip.ParseAddr(peer)
+	if err != nil || !r.trusted(ip) {
+		return peer
+	}
+	key := ip.String()
+	hops := strings.Split(strings.Join(req.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return key
+		}
+		key = hop.Unmap().String()
+		if !r.trusted(hop) {
+			return key
+		}
+	}
+	return key
+}
+
+func (r *Receiver) trusted(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range r.opts.TrustedProxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 func truncate(s string, n int) string {
