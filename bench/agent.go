@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -20,15 +22,21 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/receiver"
 )
 
 // syncNamespace holds the benchmark's Syncs.
 const syncNamespace = "driftless-system"
+
+// webhookSecretName is the agent's webhook Secret (--webhook-secret), in
+// syncNamespace.
+const webhookSecretName = "driftless-webhooks"
 
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -85,10 +93,15 @@ type agent struct {
 	cancel   context.CancelFunc
 	done     chan error
 	cacheDir string
+	// hooks is the webhook receiver's base URL (http://127.0.0.1:port),
+	// when the agent serves webhooks.
+	hooks string
 }
 
-// startAgent starts an agent and waits until its caches are synced.
-func startAgent(ctx context.Context, base *rest.Config, limits clientLimits, logs io.Writer) (*agent, error) {
+// startAgent starts an agent and waits until its caches are synced. With
+// webhooks, it also serves the webhook receiver on a loopback port, as
+// --webhook-bind-address and --webhook-secret=driftless-webhooks would.
+func startAgent(ctx context.Context, base *rest.Config, limits clientLimits, webhooks bool, logs io.Writer) (*agent, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = limits.qps, limits.burst
 	if limits.unthrottle {
@@ -113,8 +126,18 @@ func startAgent(ctx context.Context, base *rest.Config, limits clientLimits, log
 	}
 	opts := controller.DefaultOptions()
 	opts.CacheDir = dir
+	var wake chan event.TypedGenericEvent[*v1alpha1.Sync]
+	if webhooks {
+		wake = make(chan event.TypedGenericEvent[*v1alpha1.Sync])
+		opts.Wake = wake
+	}
 	if _, err := controller.Setup(mgr, opts); err != nil {
 		return nil, err
+	}
+	if webhooks {
+		if a.hooks, err = addReceiver(mgr, wake); err != nil {
+			return nil, err
+		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
@@ -125,6 +148,35 @@ func startAgent(ctx context.Context, base *rest.Config, limits clientLimits, log
 		return nil, errors.Join(errors.New("the agent's cache did not sync"), a.stop())
 	}
 	return a, nil
+}
+
+// addReceiver adds the webhook receiver to mgr as internal/cli/agent.go
+// does, on a free loopback port, and returns its base URL.
+func addReceiver(mgr ctrl.Manager, wake chan<- event.TypedGenericEvent[*v1alpha1.Sync]) (string, error) {
+	// The receiver listens itself (Start); a port the kernel just handed
+	// out and took back is free for it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return "", err
+	}
+	hooks, err := receiver.New(receiver.Options{
+		Addr:     addr,
+		Secret:   types.NamespacedName{Namespace: syncNamespace, Name: webhookSecretName},
+		Syncs:    mgr.GetClient(),
+		Secrets:  mgr.GetAPIReader(),
+		Wake:     wake,
+		Elected:  mgr.Elected(),
+		Recorder: mgr.GetEventRecorder("driftless-webhook-receiver"),
+		Limits:   receiver.DefaultLimits(),
+	})
+	if err != nil {
+		return "", err
+	}
+	return "http://" + addr, mgr.Add(hooks)
 }
 
 // stop stops the agent and removes its checkouts.

@@ -7,7 +7,10 @@
 //     same files and against a raw client-go server-side-apply loop at the
 //     best concurrency found (the floor);
 //   - a one-object change committed to git → applied: latency and the API
-//     requests driftless issues for it;
+//     requests driftless issues for it, picked up at the next interval,
+//     after a spec edit that syncs at once, and after a signed GitHub push
+//     notice to the agent's webhook receiver (push → applied and → Ready,
+//     and the receiver's reply time);
 //   - steady state with nothing changing: API requests by verb (driftless's
 //     own, counted in its transport, and the API server's view), and CPU;
 //   - drift revert latency after kubectl-edit style updates;
@@ -18,6 +21,7 @@
 // a few minutes) or `make bench FULL=1` (100, 1,000 and 5,000 objects);
 // docs/performance.md explains the method and the latest figures.
 //
-// It is a program, not a test: `go test ./...` neither builds nor runs it,
-// and nothing here asserts a timing.
+// It is a program, not a test: `go test ./...` runs none of its
+// measurements (only a unit test of the push notice it sends), and nothing
+// here asserts a timing.
 package main

@@ -22,9 +22,11 @@ import (
 
 // options are the command line.
 type options struct {
-	full          bool
-	sizes         []int
-	repeats       int
+	full    bool
+	sizes   []int
+	repeats int
+	// changeRepeats is how many triggered and webhook changes are timed.
+	changeRepeats int
 	concurrencies []int
 	interval      time.Duration
 	intervals     int
@@ -50,6 +52,7 @@ func main() {
 	fs.BoolVar(&o.full, "full", false, "run every size (100, 1,000 and 5,000 objects) instead of the quick profile (1,000)")
 	fs.StringVar(&sizes, "sizes", "", "comma-separated object counts, overriding -full")
 	fs.IntVar(&o.repeats, "repeat", 3, "repetitions of each timing")
+	fs.IntVar(&o.changeRepeats, "change-repeat", 0, "one-object changes timed per trigger (spec edit, webhook push notice); 0: -repeat")
 	fs.StringVar(&concurrencies, "floor-concurrency", "4,8,16,32", "concurrencies tried for the raw server-side-apply floor")
 	fs.DurationVar(&o.interval, "interval", 10*time.Second, "the Sync's interval in the change and steady-state phases")
 	fs.IntVar(&o.intervals, "steady-intervals", 3, "intervals measured in steady state")
@@ -74,6 +77,9 @@ func main() {
 	}
 	if err == nil {
 		o.concurrencies, err = ints(concurrencies)
+	}
+	if o.changeRepeats <= 0 {
+		o.changeRepeats = o.repeats
 	}
 	if o.unthrottledRepeats < 0 {
 		o.unthrottledRepeats = map[bool]int{true: o.repeats, false: 1}[o.full]

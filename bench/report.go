@@ -44,6 +44,13 @@ func printReport(out io.Writer, res *results) {
 		row(n, fmt.Sprintf("one-object change → applied, synced at once (spec edit, as a webhook would); engine's own %s", secs(s.Change.Engine.Median)),
 			secs(s.Change.Triggered.Median), spread(s.Change.Triggered), "≤ 2 s")
 		row(n, "one-object change: driftless's API requests", fmt.Sprintf("%d (%d writes)", s.Change.Requests.Total, s.Change.Requests.Writes), s.Change.Requests.ByVerb, "")
+		if wh := s.Change.Webhook; len(wh.Applied.Samples) > 0 {
+			row(n, fmt.Sprintf("commit pushed → signed GitHub push notice to the webhook receiver → applied; engine's own %s, receiver's reply %.0f ms (median)",
+				secs(wh.Engine.Median), wh.Reply.Median*1000),
+				fmt.Sprintf("**%s (%.2f× spec edit)**", secs(wh.Applied.Median), wh.OverTriggered), spread(wh.Applied), "≤ 2 s at 10,000")
+			row(n, "commit pushed → push notice → the Sync Ready at the commit", secs(wh.Ready.Median), spread(wh.Ready), "")
+			row(n, "push notice: driftless's API requests", fmt.Sprintf("%d (%d writes)", wh.Requests.Total, wh.Requests.Writes), wh.Requests.ByVerb, "")
+		}
 		st := s.Steady
 		row(n, fmt.Sprintf("steady state, %d × %s intervals (%d syncs): driftless's API requests", st.Intervals, secs(s.Change.Interval), int(st.Syncs)),
 			fmt.Sprintf("**%d (%d writes)**", st.Driftless.Total, st.Driftless.Writes), st.Driftless.ByVerb, "zero writes; no per-object requests")

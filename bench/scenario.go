@@ -57,6 +57,9 @@ type bench struct {
 	kubectl *kubectl
 	dir     string
 	prof    profiler
+	// hookSecret is the webhook Secret's github key, which the bench signs
+	// its push notices with.
+	hookSecret []byte
 }
 
 func runSize(ctx context.Context, o options, size int) (_ *sizeResult, err error) {
@@ -142,7 +145,10 @@ func (b *bench) install(ctx context.Context) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return b.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: syncNamespace}})
+	if err := b.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: syncNamespace}}); err != nil {
+		return err
+	}
+	return b.installWebhookSecret(ctx)
 }
 
 // live is the agent kept running after its first sync, for the later
@@ -189,7 +195,7 @@ func (b *bench) driftlessFirstSync(ctx context.Context, prefix string, limits cl
 	if keep {
 		mem.Before = readMemory()
 	}
-	a, err := startAgent(ctx, b.env.Config, limits, io.Discard)
+	a, err := startAgent(ctx, b.env.Config, limits, keep, io.Discard)
 	if err != nil {
 		return nil, nil, err
 	}
