@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source"
@@ -116,22 +117,15 @@ func renderHistoryTable(w io.Writer, h historyReport) error {
 }
 
 func runHistory(ctx context.Context, o *historyOptions, arg string, out io.Writer) error {
-	key, err := parseSyncArg(arg)
-	if err != nil {
-		return err
-	}
 	v, err := newView(o.output, tableView[historyReport](renderHistoryTable))
 	if err != nil {
 		return err
 	}
-	c, _, host, err := o.cluster.syncClient()
+	_, s, _, err := o.cluster.namedSync(ctx, arg)
 	if err != nil {
 		return err
 	}
-	s, err := getSync(ctx, c, key, host)
-	if err != nil {
-		return err
-	}
+	key := client.ObjectKeyFromObject(s)
 	h := historyReport{Sync: key.String(), History: make([]historyRecord, 0, len(s.Status.History)), now: time.Now(), colour: painter(isTerminal(out))}
 	for _, r := range s.Status.History {
 		h.History = append(h.History, newHistoryRecord(r))

@@ -122,22 +122,15 @@ func stalledSince(got, before *v1alpha1.Sync, requested time.Time) *metav1.Condi
 }
 
 func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, errOut io.Writer) error {
-	key, err := parseSyncArg(arg)
-	if err != nil {
-		return err
-	}
 	v, err := newView(o.output, tableView[reconcileReport](renderReconcileText))
 	if err != nil {
 		return err
 	}
-	c, _, host, err := o.cluster.syncClient()
+	c, s, host, err := o.cluster.namedSync(ctx, arg)
 	if err != nil {
 		return err
 	}
-	s, err := getSync(ctx, c, key, host)
-	if err != nil {
-		return err
-	}
+	key := client.ObjectKeyFromObject(s)
 	if s.Spec.Suspend {
 		return &exitError{code: 2, err: fmt.Errorf("the Sync %s is suspended: the agent does not sync it; resume it first with `driftless resume %s`", key, key)}
 	}
@@ -282,22 +275,15 @@ func renderSuspendText(w io.Writer, r suspendReport) error {
 }
 
 func runSuspend(ctx context.Context, o *suspendOptions, arg string, suspend bool, out io.Writer) error {
-	key, err := parseSyncArg(arg)
-	if err != nil {
-		return err
-	}
 	v, err := newView(o.output, tableView[suspendReport](renderSuspendText))
 	if err != nil {
 		return err
 	}
-	c, _, host, err := o.cluster.syncClient()
+	c, s, _, err := o.cluster.namedSync(ctx, arg)
 	if err != nil {
 		return err
 	}
-	s, err := getSync(ctx, c, key, host)
-	if err != nil {
-		return err
-	}
+	key := client.ObjectKeyFromObject(s)
 	r := suspendReport{Sync: key.String(), Suspended: suspend, Changed: s.Spec.Suspend != suspend}
 	if r.Changed {
 		patch := client.MergeFrom(s.DeepCopy())

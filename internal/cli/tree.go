@@ -165,22 +165,15 @@ func renderTreeText(w io.Writer, r treeReport) error {
 }
 
 func runTree(ctx context.Context, o *treeOptions, arg string, out io.Writer) error {
-	key, err := parseSyncArg(arg)
-	if err != nil {
-		return err
-	}
 	v, err := newView(o.output, tableView[treeReport](renderTreeText))
 	if err != nil {
 		return err
 	}
-	c, _, host, err := o.cluster.syncClient()
+	c, s, _, err := o.cluster.namedSync(ctx, arg)
 	if err != nil {
 		return err
 	}
-	s, err := getSync(ctx, c, key, host)
-	if err != nil {
-		return err
-	}
+	key := client.ObjectKeyFromObject(s)
 	r := treeReport{Sync: key.String(), Revision: s.Status.LastAppliedRevision, Objects: []treeObject{}, colour: painter(isTerminal(out))}
 	r.Ready, r.Reason = readyOf(s)
 	for _, d := range s.Spec.DependsOn {

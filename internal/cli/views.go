@@ -50,6 +50,22 @@ func getSync(ctx context.Context, c client.Reader, key client.ObjectKey, host st
 	return &s, nil
 }
 
+// namedSync connects with the flags and reads the Sync that arg names
+// (NAMESPACE/NAME), with getSync's errors. It also returns the client and
+// the API server's address, for messages.
+func (f *clusterFlags) namedSync(ctx context.Context, arg string) (client.WithWatch, *v1alpha1.Sync, string, error) {
+	key, err := parseSyncArg(arg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	c, _, host, err := f.syncClient()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	s, err := getSync(ctx, c, key, host)
+	return c, s, host, err
+}
+
 // view shows a command's data T; there is one per --output format.
 type view[T any] interface {
 	Render(w io.Writer, v T) error
