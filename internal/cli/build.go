@@ -32,6 +32,7 @@ type buildOptions struct {
 	kubeconfig      string
 	output          string
 	timeout         time.Duration
+	budgets         render.Budgets
 }
 
 func newBuildCommand() *cobra.Command {
@@ -94,6 +95,7 @@ Exit status:
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "with --sync: "+kubeconfigUsage)
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+	addBudgetFlags(f, &o.budgets)
 	return cmd
 }
 
@@ -162,6 +164,7 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 			Paths:           o.paths,
 			TargetNamespace: o.targetNamespace,
 			Scope:           builtinScope{},
+			Budgets:         o.budgets,
 		})
 		return objects, nil, err
 	}
@@ -187,7 +190,7 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 	if err != nil {
 		return nil, nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}
-	objects, err := engine.RenderDir(&s, o.repo, engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}, Variables: vars})
+	objects, err := engine.RenderDir(&s, o.repo, engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}, Variables: vars, Budgets: o.budgets})
 	return objects, vars, err
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/driftless/driftless/internal/render"
 )
 
 // diffOptions are the flags of `driftless diff`.
@@ -30,6 +32,9 @@ type diffOptions struct {
 	repo            string
 	from, to        string
 	targetNamespace string
+
+	// budgets bound each render, as the agent's --render-max-* do.
+	budgets render.Budgets
 }
 
 func newDiffCommand() *cobra.Command {
@@ -119,6 +124,7 @@ Exit status:
 	f.StringVar(&o.targetNamespace, "target-namespace", "", `offline: namespace of namespaced objects that name none, as a Sync's spec.targetNamespace (default "default")`)
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
+	addBudgetFlags(f, &o.budgets)
 	return cmd
 }
 

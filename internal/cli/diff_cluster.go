@@ -49,7 +49,7 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if s.Spec.Suspend {
 		fmt.Fprintf(warn, "Warning: Sync %s is suspended: the agent changes nothing until spec.suspend is false\n", key)
 	}
-	ropts := engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}}
+	ropts := engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}, Budgets: o.budgets}
 	if ropts.Variables, err = engine.Variables(ctx, c, &s); err != nil {
 		return nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}

@@ -162,6 +162,7 @@ func (co *diffSide) render(o *diffOptions) ([]render.Object, error) {
 		Revision:        co.revision,
 		TargetNamespace: o.targetNamespace,
 		Scope:           builtinScope{},
+		Budgets:         o.budgets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", co.flag, co.label, err)
