@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+// Request budgets are the deterministic side of the bench: timings are
+// noisy on a shared machine, request counts are not. A change that makes
+// the agent ask the API server more than these fails make test, whatever
+// the clock says.
+const (
+	// firstSyncPerObject and firstSyncConstant bound a first sync: one
+	// dry run and one apply per object, plus discovery, the Sync's own
+	// status and events, and watches started for the kinds applied.
+	firstSyncPerObject = 2
+	firstSyncConstant  = 20
+	// oneChangeWrites bounds the writes of a commit that changes one
+	// object: the object, then the Sync's status. oneChangeRequests
+	// bounds every request (the dry run before the write, an event).
+	oneChangeWrites   = 3
+	oneChangeRequests = 5
+	// revertRequests bounds one drift revert: the apply that puts the
+	// object back, the incident in the Sync's status and an event.
+	revertRequests = 8
+)
+
+// TestRequestBudgets runs the bench's phases at a small size against the
+// real control plane and the real agent, and checks the requests each
+// phase made against the budgets above.
+func TestRequestBudgets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	env, err := testenv.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	o := options{interval: 2 * time.Second, intervals: 2, edits: 10, limits: clientLimits{}, changeRepeats: 1}
+	if o.limits, err = parseLimits("agent"); err != nil {
+		t.Fatal(err)
+	}
+	const size = 100
+	b := &bench{o: o, size: size, apps: size / 4, env: env, dir: t.TempDir()}
+	if b.admin, err = client.NewWithWatch(env.Config, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	if b.dynamic, err = dynamic.NewForConfig(env.Config); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.install(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	run, l, err := b.driftlessFirstSync(ctx, "g", b.o.limits, true, &memResult{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		l.watch.stop()
+		if err := l.agent.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	if run.failed != nil {
+		t.Fatalf("first sync failed: %v", run.failed)
+	}
+	objects := l.work.objects()
+	if got, limit := run.requests.total(), firstSyncPerObject*objects+firstSyncConstant; got > limit {
+		t.Errorf("first sync of %d objects made %d requests, over the budget of %d (%d per object + %d): %s",
+			objects, got, limit, firstSyncPerObject, firstSyncConstant, run.requests)
+	}
+	t.Logf("first sync of %d objects: %d requests (%s)", objects, run.requests.total(), run.requests)
+
+	c, err := b.oneChange(ctx, l, 1, specEdit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The spec edit that triggers the sync is the harness's, not counted:
+	// the agent's transport sees only the agent.
+	if got := c.requests.writes(); got > oneChangeWrites {
+		t.Errorf("a one-object change made %d writes, over the budget of %d: %s", got, oneChangeWrites, c.requests)
+	}
+	if got := c.requests.total(); got > oneChangeRequests {
+		t.Errorf("a one-object change made %d requests, over the budget of %d: %s", got, oneChangeRequests, c.requests)
+	}
+	t.Logf("one-object change: %d requests (%s)", c.requests.total(), c.requests)
+
+	var st steady
+	if err := b.steady(ctx, l, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Syncs < 1 {
+		t.Errorf("no sync ran in %d intervals of steady state: the steady figure measured nothing", st.Intervals)
+	}
+	if st.Driftless.Total != 0 {
+		t.Errorf("steady state: %d syncs made %d requests, want 0: %s", int(st.Syncs), st.Driftless.Total, st.Driftless.ByVerb)
+	}
+
+	var d drift
+	if err := b.drift(ctx, l, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.RequestsPerRevert > revertRequests {
+		t.Errorf("a drift revert made %.1f requests, over the budget of %d: %s", d.RequestsPerRevert, revertRequests, d.Requests.ByVerb)
+	}
+	t.Logf("drift revert: %.1f requests each (%s)", d.RequestsPerRevert, d.Requests.ByVerb)
+}
