@@ -1,0 +1,362 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// A Mirror fetches each repository once per revision for every reader of
+// it, and keeps one read-only tree of each revision that all of them
+// render from. A thousand Syncs of one repository and branch cost one
+// fetch per commit, not a thousand clones; a new commit fetches only the
+// objects the mirror does not have yet.
+//
+// Repositories are told apart by URL and credentials: two readers share a
+// mirror only if they present the same URL and the same credentials, so
+// a reader never sees what only another reader's credentials may fetch.
+// Mirror directories are named by a digest of both; no credential is
+// written to disk.
+//
+// A Mirror is safe for concurrent use. The zero value is not usable: set
+// Dir.
+type Mirror struct {
+	// Dir holds the mirrors, one directory per repository and
+	// credentials, each with its git objects and a tree per revision.
+	Dir string
+	// Keep is how many trees of one repository are kept while no reader
+	// holds them; 0 means 2.
+	Keep int
+
+	mu    sync.Mutex
+	repos map[string]*mirrored
+
+	fetches atomic.Int64
+	trees   atomic.Int64
+}
+
+// MirrorStats count what a Mirror did.
+type MirrorStats struct {
+	// Fetches are the fetches from remotes.
+	Fetches int64
+	// Trees are the revisions written out as trees.
+	Trees int64
+}
+
+// Stats returns what m did since it was made.
+func (m *Mirror) Stats() MirrorStats {
+	return MirrorStats{Fetches: m.fetches.Load(), Trees: m.trees.Load()}
+}
+
+// A Tree is one revision of a repository, checked out read-only. Release
+// it when done reading: the mirror may then remove it once newer
+// revisions replace it.
+type Tree struct {
+	// Dir is the root of the revision's files.
+	Dir string
+	// Revision is the commit the tree is of.
+	Revision string
+
+	release func()
+}
+
+// Release tells the mirror the tree is no longer read. It may be called
+// more than once.
+func (t Tree) Release() {
+	if t.release != nil {
+		t.release()
+	}
+}
+
+type mirrored struct {
+	dir string
+	// mu serialises fetches and reads of the git storage, which go-git
+	// does not make safe for concurrent use.
+	mu    sync.Mutex
+	repo  *git.Repository
+	trees map[string]*tree
+	// order lists the revisions of trees, oldest first.
+	order []string
+}
+
+type tree struct {
+	dir   string
+	users int
+	done  chan struct{} // closed when the tree is written, or failed
+	err   error
+}
+
+// Checkout returns the tree of revision of req, fetching it if the mirror
+// does not have it. revision is a full commit hash, as Resolve returns.
+func (m *Mirror) Checkout(ctx context.Context, req Request, revision string) (Tree, error) {
+	if !plumbing.IsHash(revision) {
+		return Tree{}, fmt.Errorf("revision %q is not a full commit hash", revision)
+	}
+	r, err := m.repo(req)
+	if err != nil {
+		return Tree{}, err
+	}
+
+	r.mu.Lock()
+	t, ok := r.trees[revision]
+	if !ok {
+		t = &tree{dir: filepath.Join(r.dir, "trees", revision), done: make(chan struct{})}
+		r.trees[revision] = t
+		r.order = append(r.order, revision)
+	}
+	t.users++
+	r.mu.Unlock()
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			r.mu.Lock()
+			t.users--
+			m.collect(r)
+			r.mu.Unlock()
+		})
+	}
+	if !ok {
+		t.err = m.write(ctx, r, req, revision, t.dir)
+		close(t.done)
+		if t.err != nil {
+			r.mu.Lock()
+			if r.trees[revision] == t {
+				delete(r.trees, revision)
+				r.order = deleteString(r.order, revision)
+			}
+			r.mu.Unlock()
+		}
+	}
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		release()
+		return Tree{}, ctx.Err()
+	}
+	if t.err != nil {
+		release()
+		return Tree{}, t.err
+	}
+	return Tree{Dir: t.dir, Revision: revision, release: release}, nil
+}
+
+// repo returns the mirror of req's repository and credentials, making it
+// if needed.
+func (m *Mirror) repo(req Request) (*mirrored, error) {
+	key := mirrorKey(req)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.repos[key]; ok {
+		return r, nil
+	}
+	dir := filepath.Join(m.Dir, key)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	// Trees of an earlier run are not known to be complete: start over.
+	if err := os.RemoveAll(filepath.Join(dir, "trees")); err != nil {
+		return nil, err
+	}
+	gitDir := filepath.Join(dir, "git")
+	repo, err := git.PlainOpen(gitDir)
+	if err != nil {
+		if err := os.RemoveAll(gitDir); err != nil {
+			return nil, err
+		}
+		if repo, err = git.PlainInit(gitDir, true); err != nil {
+			return nil, fmt.Errorf("make a mirror of %s: %w", Redact(req.URL), err)
+		}
+		if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{req.URL}}); err != nil {
+			return nil, fmt.Errorf("make a mirror of %s: %w", Redact(req.URL), err)
+		}
+	}
+	if m.repos == nil {
+		m.repos = map[string]*mirrored{}
+	}
+	r := &mirrored{dir: dir, repo: repo, trees: map[string]*tree{}}
+	m.repos[key] = r
+	return r, nil
+}
+
+// mirrorKey names the mirror of a URL read with given credentials.
+func mirrorKey(req Request) string {
+	h := sha256.New()
+	c := req.Credentials
+	for _, part := range [][]byte{[]byte(req.URL), c.Identity, c.KnownHosts, []byte(c.Username), []byte(c.Password), []byte(c.Token),
+		[]byte(fmt.Sprint(c.InsecureSkipHostKeyCheck))} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+// write fetches revision if the mirror lacks it and writes its files into
+// dir.
+func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, dir string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hash := plumbing.NewHash(revision)
+	commit, err := r.repo.CommitObject(hash)
+	if err != nil {
+		if err := m.fetch(ctx, r, req); err != nil {
+			return err
+		}
+		if commit, err = r.repo.CommitObject(hash); err != nil {
+			// The ref moved on since revision was resolved, and the mirror
+			// fetches tips only: clone the history that holds revision.
+			m.fetches.Add(1)
+			history := Request{URL: req.URL, Ref: Ref{Commit: revision}, Credentials: req.Credentials}
+			if _, err := Checkout(ctx, history, revision, dir); err != nil {
+				return err
+			}
+			m.trees.Add(1)
+			return nil
+		}
+	}
+	files, err := commit.Files()
+	if err != nil {
+		return fmt.Errorf("read commit %s of %s: %w", Short(revision), Redact(req.URL), err)
+	}
+	tmp := dir + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := writeFiles(files, tmp); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("check out %s of %s: %w", Short(revision), Redact(req.URL), err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return err
+	}
+	m.trees.Add(1)
+	return nil
+}
+
+// fetch brings the ref's tip into the mirror (only the objects it does not
+// have yet), or for a commit ref the history of every branch.
+func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request) error {
+	auth, err := req.Credentials.authMethod(req.URL)
+	if err != nil {
+		return err
+	}
+	var spec config.RefSpec
+	switch {
+	case req.Ref.Commit != "":
+		spec = "+refs/heads/*:refs/remotes/origin/*"
+	case req.Ref.Tag != "":
+		spec = config.RefSpec("+refs/tags/" + req.Ref.Tag + ":refs/tags/" + req.Ref.Tag)
+	default:
+		spec = config.RefSpec("+refs/heads/" + req.Ref.branch() + ":refs/remotes/origin/" + req.Ref.branch())
+	}
+	opts := &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: auth, Tags: git.NoTags, Force: true}
+	if req.Ref.Commit == "" {
+		opts.Depth = 1
+	}
+	m.fetches.Add(1)
+	err = r.repo.FetchContext(ctx, opts)
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return fetchError(req, err)
+	}
+	return nil
+}
+
+// writeFiles writes the files of a commit under dir: regular and
+// executable files, and symbolic links as links (render refuses those that
+// leave the tree). Submodules are not files of the commit and are skipped.
+func writeFiles(files *object.FileIter, dir string) error {
+	defer files.Close()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return files.ForEach(func(f *object.File) error {
+		if !filepath.IsLocal(f.Name) {
+			return fmt.Errorf("file %q leaves the repository", f.Name)
+		}
+		name := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			return err
+		}
+		switch f.Mode {
+		case filemode.Symlink:
+			target, err := f.Contents()
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, name)
+		case filemode.Regular, filemode.Executable, filemode.Deprecated:
+			return writeBlob(f, name)
+		}
+		return nil
+	})
+}
+
+func writeBlob(f *object.File, name string) error {
+	in, err := f.Reader()
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// collect removes trees no reader holds, beyond the newest Keep. r.mu is
+// held.
+func (m *Mirror) collect(r *mirrored) {
+	keep := m.Keep
+	if keep <= 0 {
+		keep = 2
+	}
+	var idle []string
+	for _, rev := range r.order {
+		if t := r.trees[rev]; t.users == 0 && isClosed(t.done) {
+			idle = append(idle, rev)
+		}
+	}
+	if len(idle) <= keep {
+		return
+	}
+	for _, rev := range idle[:len(idle)-keep] {
+		t := r.trees[rev]
+		delete(r.trees, rev)
+		r.order = deleteString(r.order, rev)
+		_ = os.RemoveAll(t.dir)
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func deleteString(list []string, s string) []string {
+	return slices.DeleteFunc(list, func(e string) bool { return e == s })
+}

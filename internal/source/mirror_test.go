@@ -1,0 +1,179 @@
+package source
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+func readTreeFile(t *testing.T, tr Tree, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(tr.Dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestMirrorFetchesARevisionOnceForEveryReader(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	rev := repo.Commit(t, "first", map[string]string{"apps/a/app.yaml": "v: 1\n", "apps/b/app.yaml": "v: 1\n"})
+	req := Request{URL: repo.SSHURL(), Ref: Ref{Branch: "main"}, Credentials: sshCreds(srv)}
+	m := &Mirror{Dir: t.TempDir()}
+
+	const readers = 50
+	var wg sync.WaitGroup
+	trees := make([]Tree, readers)
+	errs := make([]error, readers)
+	for i := range readers {
+		wg.Go(func() { trees[i], errs[i] = m.Checkout(context.Background(), req, rev) })
+	}
+	wg.Wait()
+	for i := range readers {
+		if errs[i] != nil {
+			t.Fatalf("reader %d: %v", i, errs[i])
+		}
+		if got := readTreeFile(t, trees[i], "apps/b/app.yaml"); got != "v: 1\n" {
+			t.Errorf("reader %d read %q", i, got)
+		}
+		trees[i].Release()
+	}
+	if got := m.Stats(); got.Fetches != 1 || got.Trees != 1 {
+		t.Errorf("%d readers of one revision: %d fetches and %d trees, want 1 and 1", readers, got.Fetches, got.Trees)
+	}
+
+	// With the server down, the mirror still serves what it has.
+	srv.StopSSH()
+	tr, err := m.Checkout(context.Background(), req, rev)
+	if err != nil {
+		t.Fatalf("a revision the mirror has was fetched again: %v", err)
+	}
+	tr.Release()
+}
+
+func TestMirrorFetchesANewCommitAndKeepsTreesThatAreRead(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	req := Request{URL: repo.FileURL(), Ref: Ref{Branch: "main"}}
+	m := &Mirror{Dir: t.TempDir(), Keep: 1}
+	ctx := context.Background()
+
+	first := repo.Commit(t, "first", map[string]string{"app.yaml": "v: 1\n"})
+	held, err := m.Checkout(ctx, req, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revs []string
+	for i, v := range []string{"v: 2\n", "v: 3\n", "v: 4\n"} {
+		rev := repo.Commit(t, "next", map[string]string{"app.yaml": v})
+		tr, err := m.Checkout(ctx, req, rev)
+		if err != nil {
+			t.Fatalf("commit %d: %v", i+2, err)
+		}
+		if got := readTreeFile(t, tr, "app.yaml"); got != v {
+			t.Errorf("commit %d: app.yaml = %q, want %q", i+2, got, v)
+		}
+		tr.Release()
+		revs = append(revs, rev)
+	}
+	if got := m.Stats().Fetches; got != 4 {
+		t.Errorf("4 commits took %d fetches, want 4", got)
+	}
+	// The first tree is still read: it stays, whatever Keep says.
+	if got := readTreeFile(t, held, "app.yaml"); got != "v: 1\n" {
+		t.Errorf("a held tree changed or went away: app.yaml = %q", got)
+	}
+	held.Release()
+	// Released, it goes; so do the older idle trees, down to Keep.
+	tr, err := m.Checkout(ctx, req, revs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Release()
+	for _, gone := range []string{first, revs[0], revs[1]} {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(tr.Dir), gone)); !os.IsNotExist(err) {
+			t.Errorf("the idle tree of %s was kept (stat: %v)", Short(gone), err)
+		}
+	}
+	if _, err := os.Stat(tr.Dir); err != nil {
+		t.Errorf("the newest tree was removed: %v", err)
+	}
+}
+
+func TestMirrorChecksOutAResolvedRevisionAfterTheBranchMovedOn(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	req := Request{URL: repo.FileURL(), Ref: Ref{Branch: "main"}}
+	resolved := repo.Commit(t, "first", map[string]string{"app.yaml": "v: 1\n"})
+	repo.Commit(t, "second", map[string]string{"app.yaml": "v: 2\n"})
+	m := &Mirror{Dir: t.TempDir()}
+	tr, err := m.Checkout(context.Background(), req, resolved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Release()
+	if got := readTreeFile(t, tr, "app.yaml"); got != "v: 1\n" {
+		t.Errorf("app.yaml = %q, want the resolved revision's %q", got, "v: 1\n")
+	}
+}
+
+func TestMirrorChecksOutTagsAndCommits(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	first := repo.Commit(t, "first", map[string]string{"app.yaml": "v: 1\n"})
+	repo.Tag(t, "v1")
+	repo.Commit(t, "second", map[string]string{"app.yaml": "v: 2\n"})
+	m := &Mirror{Dir: t.TempDir()}
+	for _, ref := range []Ref{{Tag: "v1"}, {Commit: first}} {
+		t.Run(ref.String(), func(t *testing.T) {
+			tr, err := m.Checkout(context.Background(), Request{URL: repo.FileURL(), Ref: ref}, first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Release()
+			if got := readTreeFile(t, tr, "app.yaml"); got != "v: 1\n" {
+				t.Errorf("app.yaml = %q, want %q", got, "v: 1\n")
+			}
+		})
+	}
+}
+
+func TestMirrorsAreSeparatePerCredentials(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	srv.HTTPUser, srv.HTTPPassword = "ci", "tok-123456"
+	repo := srv.NewRepo(t, "fleet")
+	rev := repo.Commit(t, "first", map[string]string{"app.yaml": "v: 1\n"})
+	m := &Mirror{Dir: t.TempDir()}
+	good := Request{URL: repo.HTTPURL(), Ref: Ref{Branch: "main"}, Credentials: Credentials{Username: "ci", Token: "tok-123456"}}
+	tr, err := m.Checkout(context.Background(), good, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Release()
+
+	// A reader without the credentials does not get the revision that
+	// another reader's credentials fetched: it must fetch, and fails.
+	bad := good
+	bad.Credentials = Credentials{Username: "ci", Token: "wrong-token"}
+	_, err = m.Checkout(context.Background(), bad, rev)
+	if err == nil {
+		t.Fatal("a reader with wrong credentials was served a revision fetched with the right ones")
+	}
+	for _, secret := range []string{"wrong-token", "tok-123456"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error shows a credential: %v", err)
+		}
+	}
+	entries, _ := os.ReadDir(m.Dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), "tok") {
+			t.Errorf("a mirror directory is named after a credential: %s", e.Name())
+		}
+	}
+}
