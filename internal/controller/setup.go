@@ -29,7 +29,7 @@ const (
 
 // Options configure the agent's controllers.
 type Options struct {
-	// CacheDir holds one git checkout per Sync.
+	// CacheDir holds the git mirrors (see source.Mirror).
 	CacheDir string
 	// DryRun makes every Sync report instead of write.
 	DryRun bool

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +47,8 @@ type SyncReconciler struct {
 	RenderOptions engine.RenderOptions
 	// Recorder emits events on Syncs.
 	Recorder EventRecorder
-	// CacheDir holds one checkout per Sync.
+	// CacheDir holds the git mirrors: one per repository and credentials,
+	// shared by every Sync that reads it (see source.Mirror).
 	CacheDir string
 	// DryRun makes every Sync report instead of write (agent --dry-run).
 	DryRun bool
@@ -64,6 +66,15 @@ type SyncReconciler struct {
 	Store *Store
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	mirrorOnce sync.Once
+	mirror     *source.Mirror
+}
+
+// Mirror returns the git mirror the Syncs read from, in CacheDir.
+func (r *SyncReconciler) Mirror() *source.Mirror {
+	r.mirrorOnce.Do(func() { r.mirror = &source.Mirror{Dir: filepath.Join(r.CacheDir, "mirrors")} })
+	return r.mirror
 }
 
 func (r *SyncReconciler) now() time.Time {
@@ -408,9 +419,14 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	}
 	opts := r.RenderOptions
 	opts.Variables = vars
-	objects, reason, err := engine.Render(ctx, s, req, revision, filepath.Join(r.CacheDir, s.Namespace, s.Name), opts)
+	tree, err := r.Mirror().Checkout(ctx, req, revision)
 	if err != nil {
-		return nil, reason, err
+		return nil, v1alpha1.ReasonFetchFailed, err
+	}
+	defer tree.Release()
+	objects, err := engine.RenderTree(s, tree.Dir, revision, opts)
+	if err != nil {
+		return nil, v1alpha1.ReasonBuildFailed, err
 	}
 	r.Store.SetRendered(key, s.UID, revision, s.Generation, digest, objects)
 	return objects, "", nil

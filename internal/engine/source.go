@@ -36,11 +36,21 @@ func Render(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision,
 	if _, err := source.Checkout(ctx, req, revision, dir); err != nil {
 		return nil, v1alpha1.ReasonFetchFailed, err
 	}
-	objects, err := render.Render(opts.forSync(s, dir, revision))
+	objects, err := RenderTree(s, dir, revision, opts)
 	if err != nil {
-		return nil, v1alpha1.ReasonBuildFailed, fmt.Errorf("revision %s: %w", source.Short(revision), err)
+		return nil, v1alpha1.ReasonBuildFailed, err
 	}
 	return objects, "", nil
+}
+
+// RenderTree renders the Sync's paths in dir, a checkout of revision (see
+// source.Mirror). The error is a BuildFailed one.
+func RenderTree(s *v1alpha1.Sync, dir, revision string, opts RenderOptions) ([]render.Object, error) {
+	objects, err := render.Render(opts.forSync(s, dir, revision))
+	if err != nil {
+		return nil, fmt.Errorf("revision %s: %w", source.Short(revision), err)
+	}
+	return objects, nil
 }
 
 // RenderDir renders the Sync's paths in dir, a local checkout of its
