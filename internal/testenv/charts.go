@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -83,6 +84,17 @@ func NewChartRepo(t testing.TB) *ChartRepo {
 	t.Cleanup(r.server.Close)
 	r.URL = r.server.URL + "/repo"
 	return r
+}
+
+// NewTLSChartRepo is NewChartRepo over HTTPS with a certificate of its
+// own CA, returned as PEM (a Secret's ca.crt).
+func NewTLSChartRepo(t testing.TB) (repo *ChartRepo, caPEM []byte) {
+	t.Helper()
+	r := &ChartRepo{entries: map[string][]chartEntry{}, archives: map[string][]byte{}}
+	r.server = httptest.NewTLSServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.server.Close)
+	r.URL = r.server.URL + "/repo"
+	return r, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.server.Certificate().Raw})
 }
 
 // Publish adds a chart archive to the repository and its index, with the

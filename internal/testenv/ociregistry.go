@@ -70,6 +70,9 @@ func NewOCIRegistry(t testing.TB, username, password string) *OCIRegistry {
 	return r
 }
 
+// Close stops the registry: it becomes unreachable.
+func (r *OCIRegistry) Close() { r.server.Close() }
+
 // URL is the oci:// address of a repository in the registry.
 func (r *OCIRegistry) URL(repository string) string {
 	return "oci://" + r.Host + "/" + repository

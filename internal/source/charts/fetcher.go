@@ -55,7 +55,7 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref) (Chart, error) {
 		return Chart{}, &Error{Kind: ErrInvalidRef, Chart: ref.String(), msg: err.Error()}
 	}
 	if _, err := versionRange(ref.Version); err != nil {
-		return Chart{}, failure(ErrInvalidRef, ref, fmt.Sprintf("chart %s: %v: check spec.chart.version", ref, err), nil)
+		return Chart{}, failure(ErrInvalidRef, ref, fmt.Sprintf("chart %s: %v: check spec.chart.version", chartName(ref), err), nil)
 	}
 	if f.Dir == "" {
 		return Chart{}, errors.New("chart fetcher has no cache directory")
@@ -74,7 +74,7 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref) (Chart, error) {
 	}
 	if err != nil && ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return Chart{}, failure(ErrUnreachable, ref, fmt.Sprintf("chart %s: %s did not answer in time", ref, ref.Source()), ctx.Err())
+			return Chart{}, failure(ErrUnreachable, ref, fmt.Sprintf("chart repository %s did not answer in time (chart %s)", hostOf(ref), chartName(ref)), ctx.Err())
 		}
 		return Chart{}, fmt.Errorf("fetch chart %s: %w", ref, ctx.Err())
 	}
@@ -113,7 +113,7 @@ func (f *Fetcher) roundTripper(ref Ref) (http.RoundTripper, error) {
 		pool = x509.NewCertPool()
 	}
 	if !pool.AppendCertsFromPEM(ref.Credentials.CA) {
-		return nil, failure(ErrInvalidRef, ref, fmt.Sprintf("chart %s: %s in the Secret named by spec.chart.secretRef holds no PEM certificate", ref, SecretKeyCA), nil)
+		return nil, failure(ErrInvalidRef, ref, fmt.Sprintf("chart %s: %s in the Secret named by spec.chart.secretRef holds no PEM certificate", chartName(ref), SecretKeyCA), nil)
 	}
 	t = t.Clone()
 	if t.TLSClientConfig == nil {
@@ -208,5 +208,9 @@ func mismatch(ref Ref, name, version, want, got string) *Error {
 
 // tooLarge words a size limit.
 func tooLarge(ref Ref, what string, limit int64) *Error {
-	return failure(ErrTooLarge, ref, fmt.Sprintf("%s from %s is larger than %d MiB: refusing it", what, ref.Source(), limit>>20), nil)
+	size := fmt.Sprintf("%d bytes", limit)
+	if limit >= 1<<20 {
+		size = fmt.Sprintf("%d MiB", limit>>20)
+	}
+	return failure(ErrTooLarge, ref, fmt.Sprintf("%s from %s is larger than %s: refusing it", what, ref.Source(), size), nil)
 }

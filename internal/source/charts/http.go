@@ -233,7 +233,11 @@ func statusError(ref Ref, resp *http.Response, what string) error {
 // URL.
 func unreachable(ref Ref, err error) *Error {
 	cause := scrubErr(err, ref.Credentials)
-	return failure(ErrUnreachable, ref, fmt.Sprintf("chart repository %s is unreachable: %v: check spec.chart and that the agent can reach it", hostOf(ref), cause), cause)
+	field := "spec.chart.repository"
+	if ref.OCI != "" {
+		field = "spec.chart.oci"
+	}
+	return failure(ErrUnreachable, ref, fmt.Sprintf("chart repository %s is unreachable: %v: check %s and that the agent can reach it", hostOf(ref), cause, field), cause)
 }
 
 // hostOf is the repository's or registry's host.

@@ -3,7 +3,11 @@ package charts_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,6 +175,7 @@ func assertFailure(t *testing.T, err error, kind error, contains ...string) {
 	if !errors.Is(err, kind) {
 		t.Fatalf("error = %v, want one of kind %q", err, kind)
 	}
+	t.Logf("error: %v", err)
 	var fe *charts.Error
 	if !errors.As(err, &fe) {
 		t.Errorf("error %v is not a *charts.Error", err)
@@ -258,6 +263,26 @@ func TestConcurrentFetchesOfOneChartAllSeeTheWholeArchive(t *testing.T) {
 	dir := t.TempDir()
 	ref := charts.Ref{Repository: repo.URL, Name: "web", Version: "~1.3"}
 
+	// While the fetches run, whoever opens the chart sees all of it.
+	sum := sha256.Sum256(archives["1.3.0"])
+	final := filepath.Join(dir, "sha256-"+hex.EncodeToString(sum[:])+".tgz")
+	done := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if data, err := os.ReadFile(final); err == nil && !bytes.Equal(data, archives["1.3.0"]) {
+				t.Errorf("a reader saw a torn chart: %d of %d bytes", len(data), len(archives["1.3.0"]))
+				return
+			}
+		}
+	}()
+
 	const n = 8
 	results := make([]charts.Chart, n)
 	errs := make([]error, n)
@@ -276,6 +301,8 @@ func TestConcurrentFetchesOfOneChartAllSeeTheWholeArchive(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	close(done)
+	<-readerDone
 	for i := range n {
 		if errs[i] != nil {
 			t.Fatalf("fetch %d: %v", i, errs[i])
@@ -286,4 +313,34 @@ func TestConcurrentFetchesOfOneChartAllSeeTheWholeArchive(t *testing.T) {
 	if len(left) != 0 {
 		t.Errorf("temporary files left in the cache: %v", left)
 	}
+}
+
+func TestHTTPSRepositoryIsTrustedWithTheSecretsCA(t *testing.T) {
+	ctx := fetchCtx(t)
+	repo, ca := testenv.NewTLSChartRepo(t)
+	publishWeb(t, repo)
+	f := &charts.Fetcher{Dir: t.TempDir()}
+	ref := charts.Ref{Repository: repo.URL, Name: "web", Version: "1.2.0"}
+
+	_, err := f.Fetch(ctx, ref)
+	assertFailure(t, err, charts.ErrUnreachable, "certificate")
+
+	ref.Credentials = charts.CredentialsFromSecret(map[string][]byte{"ca.crt": ca})
+	if _, err := f.Fetch(ctx, ref); err != nil {
+		t.Errorf("fetch trusting the Secret's CA: %v", err)
+	}
+
+	ref.Credentials = charts.CredentialsFromSecret(map[string][]byte{"ca.crt": []byte("not a certificate")})
+	_, err = f.Fetch(ctx, ref)
+	assertFailure(t, err, charts.ErrInvalidRef, "ca.crt", "spec.chart.secretRef")
+}
+
+func TestHTTPRepositoryThatDoesNotAnswerInTimeIsUnreachable(t *testing.T) {
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	t.Cleanup(stuck.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	f := &charts.Fetcher{Dir: t.TempDir()}
+	_, err := f.Fetch(ctx, charts.Ref{Repository: stuck.URL, Name: "web"})
+	assertFailure(t, err, charts.ErrUnreachable, strings.TrimPrefix(stuck.URL, "http://"), "did not answer in time")
 }

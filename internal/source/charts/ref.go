@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -181,6 +182,4 @@ func (r Ref) check() error {
 	return nil
 }
 
-func invalidRef(msg string) error {
-	return fmt.Errorf("%w: %s", ErrInvalidRef, msg)
-}
+func invalidRef(msg string) error { return errors.New(msg) }
