@@ -13,5 +13,6 @@
 // follow OCI referrers. Errors never contain credentials; their kinds are
 // told apart with errors.Is (ErrUnreachable, ErrUnauthorized,
 // ErrChartNotFound, ErrNoMatchingVersion, ErrDigestMismatch, ErrTooLarge,
-// ErrInvalidRef).
+// ErrInvalidRef, ErrInvalidResponse), all of which a caller reports as a
+// failed fetch of that chart.
 package charts
