@@ -1,0 +1,216 @@
+package charts
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Limits a Fetcher applies when its own are zero.
+const (
+	DefaultMaxIndexSize int64 = 20 << 20 // index.yaml
+	DefaultMaxChartSize int64 = 50 << 20 // one chart archive
+)
+
+// userAgent is sent with every request.
+const userAgent = "driftless"
+
+// Fetcher downloads charts into Dir and remembers repository indexes
+// (with their ETag and Last-Modified) between calls. Use one Fetcher
+// per cache directory; it is safe for concurrent use, including
+// concurrent fetches of the same chart.
+type Fetcher struct {
+	// Dir is the cache directory, created when missing. Charts are kept
+	// as sha256-<hex>.tgz; nothing else in it is read.
+	Dir string
+	// Transport carries every request; nil is http.DefaultTransport.
+	// A CA in the Credentials is trusted on a clone of it, so it must
+	// then be an *http.Transport.
+	Transport http.RoundTripper
+	// MaxIndexSize and MaxChartSize bound what one response may hold;
+	// zero is DefaultMaxIndexSize and DefaultMaxChartSize.
+	MaxIndexSize, MaxChartSize int64
+
+	mu      sync.Mutex
+	indexes map[string]*repoIndex // by index URL
+}
+
+// Fetch resolves ref's version, downloads the chart unless the cache
+// holds its digest, verifies it and returns where it is. It makes one
+// attempt, bounded by ctx; retrying is the caller's. On failure it
+// returns an *Error (see the Err* kinds) or ctx's error, and the cache
+// keeps whatever it held before.
+func (f *Fetcher) Fetch(ctx context.Context, ref Ref) (Chart, error) {
+	if err := ref.check(); err != nil {
+		return Chart{}, &Error{Kind: ErrInvalidRef, Chart: ref.String(), msg: err.Error()}
+	}
+	if _, err := versionRange(ref.Version); err != nil {
+		return Chart{}, failure(ErrInvalidRef, ref, fmt.Sprintf("chart %s: %v: check spec.chart.version", chartName(ref), err), nil)
+	}
+	if f.Dir == "" {
+		return Chart{}, errors.New("chart fetcher has no cache directory")
+	}
+	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
+		return Chart{}, fmt.Errorf("chart cache %s: %w", f.Dir, err)
+	}
+	var (
+		c   Chart
+		err error
+	)
+	if ref.OCI != "" {
+		c, err = f.fetchOCI(ctx, ref)
+	} else {
+		c, err = f.fetchHTTP(ctx, ref)
+	}
+	if err != nil && ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return Chart{}, failure(ErrUnreachable, ref, fmt.Sprintf("chart repository %s did not answer in time (chart %s)", hostOf(ref), chartName(ref)), ctx.Err())
+		}
+		return Chart{}, fmt.Errorf("fetch chart %s: %w", ref, ctx.Err())
+	}
+	return c, err
+}
+
+func (f *Fetcher) maxIndex() int64 {
+	if f.MaxIndexSize > 0 {
+		return f.MaxIndexSize
+	}
+	return DefaultMaxIndexSize
+}
+
+func (f *Fetcher) maxChart() int64 {
+	if f.MaxChartSize > 0 {
+		return f.MaxChartSize
+	}
+	return DefaultMaxChartSize
+}
+
+// roundTripper is the Transport, trusting the credentials' CA if any.
+func (f *Fetcher) roundTripper(ref Ref) (http.RoundTripper, error) {
+	base := f.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if len(ref.Credentials.CA) == 0 {
+		return base, nil
+	}
+	t, ok := base.(*http.Transport)
+	if !ok {
+		return nil, fmt.Errorf("chart fetcher: a CA needs an *http.Transport, not %T", base)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(ref.Credentials.CA) {
+		return nil, failure(ErrInvalidRef, ref, fmt.Sprintf("chart %s: %s in the Secret named by spec.chart.secretRef holds no PEM certificate", chartName(ref), SecretKeyCA), nil)
+	}
+	t = t.Clone()
+	if t.TLSClientConfig == nil {
+		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	t.TLSClientConfig.RootCAs = pool
+	return t, nil
+}
+
+// path is where the chart with this sha256 (hex) is cached.
+func (f *Fetcher) path(hexDigest string) string {
+	return filepath.Join(f.Dir, "sha256-"+hexDigest+".tgz")
+}
+
+// cached reports whether the cache holds the chart with this digest,
+// intact; a damaged file is removed so that it is downloaded again.
+func (f *Fetcher) cached(hexDigest string) bool {
+	p := f.path(hexDigest)
+	file, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer file.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, file); err != nil {
+		return false
+	}
+	if hex.EncodeToString(h.Sum(nil)) != hexDigest {
+		_ = os.Remove(p)
+		return false
+	}
+	return true
+}
+
+var errTooLarge = errors.New("too large")
+
+// store copies r (at most limit bytes) into the cache. When want is set
+// and the content's sha256 differs, nothing is stored and got says what
+// arrived. The file appears under its digest atomically: a concurrent
+// reader sees the whole chart or none.
+func (f *Fetcher) store(r io.Reader, limit int64, want string) (got string, n int64, err error) {
+	tmp, err := os.CreateTemp(f.Dir, ".download-*")
+	if err != nil {
+		return "", 0, err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	h := sha256.New()
+	n, err = io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, limit+1))
+	got = hex.EncodeToString(h.Sum(nil))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		return got, n, err
+	case n > limit:
+		return "", n, errTooLarge
+	case want != "" && got != want:
+		return got, n, errDigestMismatch
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return got, n, err
+	}
+	return got, n, os.Rename(tmp.Name(), f.path(got))
+}
+
+var errDigestMismatch = errors.New("digest mismatch")
+
+// normalDigest returns the hex of a "sha256:<hex>" or bare hex digest,
+// or "" when it is not one.
+func normalDigest(d string) string {
+	d = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(d)), "sha256:")
+	if len(d) != sha256.Size*2 {
+		return ""
+	}
+	if _, err := hex.DecodeString(d); err != nil {
+		return ""
+	}
+	return d
+}
+
+// mismatch words a digest mismatch.
+func mismatch(ref Ref, name, version, want, got string) *Error {
+	return failure(ErrDigestMismatch, ref, fmt.Sprintf(
+		"chart %s %s from %s does not match its digest: expected sha256:%s, got sha256:%s: the repository serves a different archive than it lists; nothing was used",
+		name, version, ref.Source(), want, got), nil)
+}
+
+// tooLarge words a size limit.
+func tooLarge(ref Ref, what string, limit int64) *Error {
+	size := fmt.Sprintf("%d bytes", limit)
+	if limit >= 1<<20 {
+		size = fmt.Sprintf("%d MiB", limit>>20)
+	}
+	return failure(ErrTooLarge, ref, fmt.Sprintf("%s from %s is larger than %s: refusing it", what, ref.Source(), size), nil)
+}
