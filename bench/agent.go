@@ -96,6 +96,8 @@ type agent struct {
 	// hooks is the webhook receiver's base URL (http://127.0.0.1:port),
 	// when the agent serves webhooks.
 	hooks string
+	// syncs is the agent's Sync controller, for its git mirror's counts.
+	syncs *controller.SyncReconciler
 }
 
 // startAgent starts an agent and waits until its caches are synced. With
@@ -131,7 +133,7 @@ func startAgent(ctx context.Context, base *rest.Config, limits clientLimits, web
 		wake = make(chan event.TypedGenericEvent[*v1alpha1.Sync])
 		opts.Wake = wake
 	}
-	if _, err := controller.Setup(mgr, opts); err != nil {
+	if a.syncs, err = controller.Setup(mgr, opts); err != nil {
 		return nil, err
 	}
 	if webhooks {

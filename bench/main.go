@@ -42,6 +42,8 @@ type options struct {
 	limits clientLimits
 	// syncTimeout is the Syncs' spec.timeout; 0 leaves the default.
 	syncTimeout time.Duration
+	// syncs is the fleet case's number of one-app Syncs; 0 skips it.
+	syncs int
 }
 
 func main() {
@@ -50,7 +52,7 @@ func main() {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	var sizes, concurrencies string
 	fs.BoolVar(&o.full, "full", false, "run every size (100, 1,000 and 5,000 objects) instead of the quick profile (1,000)")
-	fs.StringVar(&sizes, "sizes", "", "comma-separated object counts, overriding -full")
+	fs.StringVar(&sizes, "sizes", "", "comma-separated object counts, overriding -full; none runs only the fleet case")
 	fs.IntVar(&o.repeats, "repeat", 3, "repetitions of each timing")
 	fs.IntVar(&o.changeRepeats, "change-repeat", 0, "one-object changes timed per trigger (spec edit, webhook push notice); 0: -repeat")
 	fs.StringVar(&concurrencies, "floor-concurrency", "4,8,16,32", "concurrencies tried for the raw server-side-apply floor")
@@ -62,11 +64,14 @@ func main() {
 	fs.StringVar(&o.resultsDir, "results", "bench/results", "directory for the results JSON")
 	limits := fs.String("client-limits", "agent", "client-side rate limit of the timed agent: agent (what driftless agent sets by default), none, or QPS/BURST")
 	fs.DurationVar(&o.syncTimeout, "sync-timeout", 0, "spec.timeout of the timed Syncs; 0 leaves the API's default (5m)")
+	fs.IntVar(&o.syncs, "syncs", 1000, "Syncs of 4 objects each, all reading one repository, in the fleet case; 0 skips it")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 
 	var err error
 	switch {
+	case sizes == "none":
+		o.sizes = nil
 	case sizes != "":
 		o.sizes, err = ints(sizes)
 	case o.full:
@@ -127,6 +132,7 @@ type results struct {
 	ClientLimits string       `json:"client_limits"`
 	Sizes        []sizeResult `json:"sizes"`
 	Memory10k    *projection  `json:"memory_10k_projection,omitempty"`
+	Fleet        *fleet       `json:"fleet,omitempty"`
 	Summary      string       `json:"summary"`
 	Seconds      float64      `json:"seconds"`
 }
@@ -156,6 +162,14 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%d objects: %w", size, err)
 		}
 		res.Sizes = append(res.Sizes, *r)
+	}
+	if o.syncs > 0 {
+		fmt.Fprintf(os.Stderr, "== %d Syncs\n", o.syncs)
+		f, err := runFleet(ctx, o, o.syncs)
+		if err != nil {
+			return fmt.Errorf("%d Syncs: %w", o.syncs, err)
+		}
+		res.Fleet = f
 	}
 	res.Memory10k = project(res.Sizes, 10000)
 	res.Summary = summary(res)

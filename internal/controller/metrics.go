@@ -32,6 +32,10 @@ var (
 		Help:    "Duration of syncs that changed something or failed, by result.",
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 	}, []string{"sync", "result"})
+	renders = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "driftless_renders_total",
+		Help: "Renders of a Sync's paths: syncs that found their render in the cache do not count.",
+	})
 	syncObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "driftless_sync_objects",
 		Help: "Objects of the last sync, by action (created, configured, unchanged, pruned, skipped).",
@@ -39,7 +43,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(driftDetected, driftReverted, driftRevertSeconds, syncDuration, syncObjects)
+	metrics.Registry.MustRegister(driftDetected, driftReverted, driftRevertSeconds, syncDuration, syncObjects, renders)
 }
 
 // observe records a drift incident in the metrics.

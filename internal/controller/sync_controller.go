@@ -121,6 +121,10 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
 
+	// A new commit that changed none of this Sync's objects is recorded
+	// in its status, without an event: a fleet of Syncs reading one
+	// repository would otherwise send one per Sync and commit.
+	quiet := o.unchangedSince(&s.Status) && !requestPending(&s)
 	if err := r.writeStatus(ctx, &s, o); err != nil {
 		return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
 	}
@@ -146,9 +150,11 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	observeSync(req.String(), o)
 	logger.Info("synced", "revision", o.revision, "summary", o.changes.Summary(), "duration", o.duration, "dryRun", o.dryRun)
-	if o.dryRun && o.pending() {
+	switch {
+	case o.dryRun && o.pending():
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "Sync", "%s", o.message())
-	} else {
+	case quiet:
+	default:
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Sync", "%s", o.message())
 	}
 	return ctrl.Result{RequeueAfter: interval}, nil
@@ -424,6 +430,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 		return nil, v1alpha1.ReasonFetchFailed, err
 	}
 	defer tree.Release()
+	renders.Inc()
 	objects, err := engine.RenderTree(s, tree.Dir, revision, opts)
 	if err != nil {
 		return nil, v1alpha1.ReasonBuildFailed, err

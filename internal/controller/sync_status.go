@@ -117,8 +117,16 @@ func (o outcome) wouldDo() string {
 // noop reports whether the attempt changed nothing and found nothing new,
 // so that recording it would only churn the Sync.
 func (o outcome) noop(st *v1alpha1.SyncStatus) bool {
+	return o.revision == st.LastAppliedRevision && o.unchangedSince(st)
+}
+
+// unchangedSince reports whether o succeeded and changed nothing, for a
+// Sync that st says was in sync before: at the same revision that is a
+// noop; at a new one (a commit that left the Sync's objects as they were)
+// the status records the revision, but there is nothing to tell anyone.
+func (o outcome) unchangedSince(st *v1alpha1.SyncStatus) bool {
 	ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
-	return o.err == nil && !o.dryRun && o.revision == st.LastAppliedRevision &&
+	return o.err == nil && !o.dryRun &&
 		ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == v1alpha1.ReasonSucceeded &&
 		!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionStalled) &&
 		!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDrifted) &&

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/receiver"
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+// fleet is many small Syncs of one repository: the shape of most fleets,
+// and of Flux's public benchmark (1,000 Kustomizations of one
+// GitRepository). Each Sync reads one app's file, four objects.
+type fleet struct {
+	Syncs   int `json:"syncs"`
+	Objects int `json:"objects"`
+	// AllReady is from creating the first Sync until every Sync was Ready
+	// at the commit.
+	AllReady float64 `json:"all_ready_s"`
+	// Fetches and Trees are the agent's git fetches and the revisions it
+	// wrote out; Renders its renders of Syncs' paths.
+	Fetches  int64          `json:"fetches"`
+	Trees    int64          `json:"trees"`
+	Renders  float64        `json:"renders"`
+	Requests requestSummary `json:"driftless_requests"`
+	// Memory is this process (agent and harness) after every Sync was
+	// Ready; PeakRSS the highest RSS sampled while they synced.
+	Memory  memory  `json:"memory"`
+	PeakRSS float64 `json:"peak_rss_mib"`
+	// Change is a commit to one app's file announced by a push notice,
+	// which wakes every Sync of the repository.
+	Change fleetChange `json:"change"`
+}
+
+// fleetChange is what a one-app commit cost the fleet.
+type fleetChange struct {
+	// Applied is from the push notice until the app's ConfigMap changed;
+	// AllReady until every Sync was Ready at the commit.
+	Applied  float64        `json:"push_to_applied_s"`
+	AllReady float64        `json:"push_to_all_ready_s"`
+	Woken    int            `json:"woken"`
+	Fetches  int64          `json:"fetches"`
+	Renders  float64        `json:"renders"`
+	Writes   int            `json:"writes"`
+	Requests requestSummary `json:"driftless_requests"`
+}
+
+// runFleet measures syncs Syncs of one app each, on a control plane of
+// its own.
+func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
+	dir, err := os.MkdirTemp("", "driftless-bench-fleet-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	step("starting a control plane")
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	env, err := testenv.Start(startCtx)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, env.Stop()) }()
+	b := &bench{o: o, env: env, dir: dir, prof: profiler{dir: o.profileDir}}
+	if b.admin, err = client.NewWithWatch(env.Config, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+	if b.dynamic, err = dynamic.NewForConfig(env.Config); err != nil {
+		return nil, err
+	}
+	if err := b.install(ctx); err != nil {
+		return nil, err
+	}
+
+	w := newWorkload("f", syncs)
+	for _, ns := range w.namespaces {
+		if err := b.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return nil, err
+		}
+	}
+	repo, err := newGitRepo(filepath.Join(dir, "git"))
+	if err != nil {
+		return nil, err
+	}
+	rev, err := repo.commit("initial", w.files)
+	if err != nil {
+		return nil, err
+	}
+	a, err := startAgent(ctx, env.Config, o.limits, true, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, a.stop()) }()
+
+	r := &fleet{Syncs: syncs, Objects: 4 * syncs}
+	step("creating %d Syncs of one app each", syncs)
+	rendersBefore := rendersDone()
+	reqBefore, _ := a.requests.snapshot()
+	peak := sampleRSS()
+	stopCPU, err := b.prof.cpu(fmt.Sprintf("cpu-fleet-%d", syncs))
+	if err != nil {
+		return nil, err
+	}
+	var sampler *wallSampler
+	if o.profileDir != "" {
+		sampler = startWallSampler(50 * time.Millisecond)
+	}
+	start := time.Now()
+	for i := range syncs {
+		s := newSync(fleetSync(i), repo.url(), time.Hour, o.syncTimeout)
+		s.Spec.Paths = []string{w.appFile(i)}
+		if err := b.admin.Create(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	if err := allReady(ctx, b.admin, syncs, rev); err != nil {
+		return nil, err
+	}
+	r.AllReady = time.Since(start).Seconds()
+	stopCPU()
+	if sampler != nil {
+		p := sampler.finish()
+		b.printWallProfile(fmt.Sprintf("%d Syncs' first syncs", syncs), &p)
+	}
+	r.PeakRSS = peak()
+	reqAfter, _ := a.requests.snapshot()
+	r.Requests = summarize(reqAfter.minus(reqBefore))
+	r.Renders = rendersDone() - rendersBefore
+	stats := a.syncs.Mirror().Stats()
+	r.Fetches, r.Trees = stats.Fetches, stats.Trees
+	r.Memory = readMemory()
+	step("%d Syncs Ready in %.1f s: %d fetches, %.0f renders, %d requests (%s), peak RSS %.0f MiB",
+		syncs, r.AllReady, r.Fetches, r.Renders, r.Requests.Total, r.Requests.ByVerb, r.PeakRSS)
+
+	if err := quiet(ctx, a, 2*time.Second, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	if err := b.fleetChange(ctx, a, repo, w, &r.Change); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func fleetSync(i int) string { return fmt.Sprintf("app-%04d", i) }
+
+// fleetChange commits a change to one app's ConfigMap, sends the push
+// notice, and waits until every Sync is Ready at the commit.
+func (b *bench) fleetChange(ctx context.Context, a *agent, repo *gitRepo, w *workload, r *fleetChange) error {
+	const app = 7
+	ns, name := w.namespaceOf(app), appName(app)
+	rendersBefore := rendersDone()
+	fetchesBefore := a.syncs.Mirror().Stats().Fetches
+	reqBefore, _ := a.requests.snapshot()
+	rev, err := repo.commit(name+": config v2", w.changed(app, "v2"))
+	if err != nil {
+		return err
+	}
+	var p githubPush
+	p.Ref, p.After, p.HeadCommit.ID = "refs/heads/main", rev, rev
+	p.Repository.FullName, p.Repository.CloneURL = "bench/fleet", repo.url()
+	l := &live{agent: a, repo: repo}
+	start := time.Now()
+	reply, err := b.pushAll(ctx, l, p)
+	if err != nil {
+		return err
+	}
+	r.Woken = len(reply.Woken)
+	applied := make(chan time.Duration, 1)
+	go func() {
+		deadline := time.Now().Add(5 * time.Minute)
+		for time.Now().Before(deadline) {
+			var cm corev1.ConfigMap
+			if err := b.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm); err == nil && cm.Data["CONFIG_VERSION"] == "v2" {
+				applied <- time.Since(start)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		applied <- 0
+	}()
+	if err := allReady(ctx, b.admin, w.apps, rev); err != nil {
+		return err
+	}
+	r.AllReady = time.Since(start).Seconds()
+	r.Applied = (<-applied).Seconds()
+	if err := quiet(ctx, a, time.Second, time.Minute); err != nil {
+		return err
+	}
+	reqAfter, _ := a.requests.snapshot()
+	reqs := reqAfter.minus(reqBefore)
+	r.Requests, r.Writes = summarize(reqs), reqs.writes()
+	r.Renders = rendersDone() - rendersBefore
+	r.Fetches = a.syncs.Mirror().Stats().Fetches - fetchesBefore
+	step("one app's commit, pushed: woke %d Syncs; applied in %.2f s, all Ready in %.2f s; %d fetches, %.0f renders, %d writes (%s)",
+		r.Woken, r.Applied, r.AllReady, r.Fetches, r.Renders, r.Writes, r.Requests.ByVerb)
+	return nil
+}
+
+// pushAll sends the push notice p to the agent's receiver and returns its
+// reply, which lists the Syncs woken.
+func (b *bench) pushAll(ctx context.Context, l *live, p githubPush) (receiver.Reply, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return receiver.Reply{}, err
+	}
+	code, reply, _, err := b.postHook(ctx, l.agent.hooks, "push", fmt.Sprintf("fleet-%d", time.Now().UnixNano()), body)
+	if err != nil {
+		return reply, err
+	}
+	if code != http.StatusOK {
+		return reply, fmt.Errorf("the webhook receiver answered %d: %s", code, reply.Message)
+	}
+	return reply, nil
+}
+
+// allReady waits until n Syncs in the bench namespace are Ready at
+// revision.
+func allReady(ctx context.Context, c client.Client, n int, revision string) error {
+	deadline := time.Now().Add(15 * time.Minute)
+	for {
+		var list v1alpha1.SyncList
+		if err := c.List(ctx, &list, client.InNamespace(syncNamespace)); err != nil {
+			return err
+		}
+		ready := 0
+		for i := range list.Items {
+			s := &list.Items[i]
+			if syncedAt(s, revision) {
+				ready++
+			} else if reason, failed := failed(s, revision); failed {
+				return fmt.Errorf("sync %s failed: %s", s.Name, reason)
+			}
+		}
+		if ready >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d Syncs Ready at %s after 15 minutes", ready, n, revision[:7])
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// rendersDone is the driftless_renders_total counter, over every agent
+// this process ran.
+func rendersDone() float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	for _, f := range families {
+		if f.GetName() == "driftless_renders_total" {
+			total := 0.0
+			for _, m := range f.GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+			return total
+		}
+	}
+	return 0
+}
+
+// sampleRSS samples this process's RSS every 100 ms until the returned
+// function is called, which returns the highest sample.
+func sampleRSS() func() float64 {
+	stop := make(chan struct{})
+	result := make(chan float64, 1)
+	go func() {
+		highest := rss()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				result <- max(highest, rss())
+				return
+			case <-t.C:
+				highest = max(highest, rss())
+			}
+		}
+	}()
+	return func() float64 {
+		close(stop)
+		return <-result
+	}
+}

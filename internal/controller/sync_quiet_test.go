@@ -1,0 +1,40 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/source"
+)
+
+// A fleet of Syncs reads one repository: a commit to one app's directory
+// must not send an event from every other Sync. The status still records
+// the revision, and a commit that does change the Sync's objects is told.
+func TestACommitThatChangesNoneOfASyncsObjectsIsRecordedWithoutAnEvent(t *testing.T) {
+	h := newHarness(t)
+	cm := func(v string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  v: \"" + v + "\"\n"
+	}
+	h.repo.Commit(t, "web v1", map[string]string{"web/cm.yaml": cm("1"), "other/cm.yaml": strings.ReplaceAll(cm("1"), "web", "other")})
+	h.createSync("web", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"web"} })
+	h.expectReady(h.reconcile("web"))
+
+	untouched := h.repo.Commit(t, "other v2", map[string]string{"other/cm.yaml": strings.ReplaceAll(cm("2"), "web", "other")})
+	s := h.reconcile("web")
+	h.expectReady(s)
+	if s.Status.LastAppliedRevision != untouched {
+		t.Fatalf("lastAppliedRevision = %s, want the new commit %s", source.Short(s.Status.LastAppliedRevision), source.Short(untouched))
+	}
+
+	changed := h.repo.Commit(t, "web v2", map[string]string{"web/cm.yaml": cm("2")})
+	h.expectReady(h.reconcile("web"))
+	// Events are sent in order: once the last one is there, the one for
+	// the untouched commit would be too.
+	notes := eventsFor(t, h.ns, "web", "applied "+source.Short(changed))
+	for _, n := range notes {
+		if strings.Contains(n, source.Short(untouched)) {
+			t.Errorf("an event was sent for a commit that changed none of the Sync's objects: %q", n)
+		}
+	}
+}
