@@ -146,7 +146,7 @@ func TestCheckSpecAcceptsSpecsThatCanWork(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Namespace: "driftless-system", Name: strings.Repeat("f", 63-len("driftless-system."))},
 				Spec:       v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: tt.git}},
 			}
-			if err := checkSpec(s); err != nil {
+			if err := checkSpec(s, nil); err != nil {
 				t.Errorf("checkSpec refused a spec that works: %v", err)
 			}
 		})
