@@ -97,7 +97,7 @@ type GitSource struct {
 	// runs with --allow-file-urls). scp-like addresses
 	// (git@host:org/repo.git) are accepted for SSH.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:Pattern=`^((?i:ssh|https?|git|file)://|/|[^/:]+:([^/]|/[^/]|$))`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^((?i:ssh|https?|git|file)://|/|[^/:]+:([^/]|/[^/]|$))')",message="url must start with ssh://, https://, http://, git:// or file://, or be an scp-like address such as git@github.com:org/repo.git"
 	URL string `json:"url"`
 	// Branch to follow.
 	// +optional

@@ -133,9 +133,9 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		// The Sync's identity may not put it back: say so on the Sync
 		// (Drifted) instead of retrying what only a grant can fix.
 		logger.Info("drift not reverted: permission denied", "error", err.Error())
-		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "Revert", "%s: not reverted: %s", step.ID, truncate(err.Error()))
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "Revert", "%s: not reverted: %s", step.ID, truncate(forbidden.Error()))
 		inc := v1alpha1.DriftIncident{Time: metav1.NewTime(r.now()), Object: step.ID.String(), Origin: obj.Origin.Path,
-			Action: v1alpha1.DriftReported, Message: truncate("not reverted: " + err.Error())}
+			Action: v1alpha1.DriftReported, Message: truncate("not reverted: " + forbidden.Error())}
 		return ctrl.Result{}, r.recordIncident(ctx, req, inc)
 	}
 	if err != nil {

@@ -182,7 +182,12 @@ type forbiddenNamed struct {
 }
 
 func (f forbiddenNamed) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return f.named("get", obj, f.Client.Get(ctx, key, obj, opts...))
+	err := f.Client.Get(ctx, key, obj, opts...)
+	if apierrors.IsForbidden(err) {
+		obj.SetNamespace(key.Namespace)
+		obj.SetName(key.Name)
+	}
+	return f.named("get", obj, err)
 }
 
 func (f forbiddenNamed) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {

@@ -44,14 +44,9 @@ func TestInvalidSpecStallsAndWaitsForTheSpecToChange(t *testing.T) {
 		want   []string
 	}{
 		{
-			name:   "a git URL missing the colon of its scheme",
-			break_: func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "https//github.com/example/fleet.git" },
-			want:   []string{`spec.source.git.url "https//github.com/example/fleet.git"`, "neither a URL", "https://<host>/<org>/<repo>.git"},
-		},
-		{
-			name:   "an unsupported scheme",
-			break_: func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "ftp://example.com/fleet.git" },
-			want:   []string{`unsupported scheme "ftp"`, "ssh://, https://"},
+			name:   "a file URL with a host",
+			break_: func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "file://fileserver/srv/fleet.git" },
+			want:   []string{`spec.source.git.url "file://fileserver/srv/fleet.git"`, "write file:///<absolute path> (three slashes)"},
 		},
 		{
 			name: "a URL whose password must not show",
