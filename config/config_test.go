@@ -71,6 +71,7 @@ func TestDefaultKustomizationHasCRDAgentAndRBAC(t *testing.T) {
 			"--git-path=namespaces,workloads",
 			"--sync-interval=1m",
 			"--git-secret=driftless-git-deploy",
+			"--sync-service-account=driftless-root",
 		}
 		if !slices.Equal(c.Args, wantArgs) {
 			t.Errorf("args = %q, want %q", c.Args, wantArgs)
@@ -99,13 +100,14 @@ func TestDefaultKustomizationHasCRDAgentAndRBAC(t *testing.T) {
 		}
 	})
 
-	t.Run("cluster-admin bound to the agent's service account", func(t *testing.T) {
+	t.Run("cluster-admin bound to the root Sync's service account only", func(t *testing.T) {
 		find[*corev1.ServiceAccount](t, objs, namespace, "driftless")
-		b := find[*rbacv1.ClusterRoleBinding](t, objs, "", "driftless-cluster-admin")
+		find[*corev1.ServiceAccount](t, objs, namespace, "driftless-root")
+		b := find[*rbacv1.ClusterRoleBinding](t, objs, "", "driftless-root-cluster-admin")
 		if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != "cluster-admin" {
 			t.Errorf("roleRef = %s/%s, want ClusterRole/cluster-admin", b.RoleRef.Kind, b.RoleRef.Name)
 		}
-		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "driftless", Namespace: namespace}}
+		want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "driftless-root", Namespace: namespace}}
 		if !equality.Semantic.DeepEqual(b.Subjects, want) {
 			t.Errorf("subjects = %+v, want %+v", b.Subjects, want)
 		}
@@ -132,7 +134,7 @@ func TestDefaultKustomizationAppliesWithServerDryRun(t *testing.T) {
 	for _, want := range []string{
 		"customresourcedefinition.apiextensions.k8s.io/syncs.driftless.dev created (server dry run)",
 		"deployment.apps/driftless created (server dry run)",
-		"clusterrolebinding.rbac.authorization.k8s.io/driftless-cluster-admin created (server dry run)",
+		"clusterrolebinding.rbac.authorization.k8s.io/driftless-root-cluster-admin created (server dry run)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl apply -k config/default --dry-run=server does not say %q:\n%s", want, out)

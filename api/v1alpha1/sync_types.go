@@ -39,6 +39,10 @@ const (
 	ReasonDependencyCycle    = "DependencyCycle"
 	// ReasonConflict: an object of the render belongs to another Sync.
 	ReasonConflict = "Conflict"
+	// ReasonServiceAccountRequired: a Sync outside the agent's namespace
+	// names no spec.serviceAccountName and the agent has no
+	// --default-service-account, so it has no identity to apply with.
+	ReasonServiceAccountRequired = "ServiceAccountRequired"
 )
 
 // Event reasons of a Sync's deletion (see SyncSpec.DeletionPolicy).
@@ -88,9 +92,12 @@ const (
 // of Branch, Tag and Commit may be set; with none, Branch "master" is used.
 // +kubebuilder:validation:XValidation:rule="(has(self.branch) ? 1 : 0) + (has(self.tag) ? 1 : 0) + (has(self.commit) ? 1 : 0) <= 1",message="set at most one of branch, tag and commit"
 type GitSource struct {
-	// URL of the repository: ssh://, https://, http:// or file://.
-	// scp-like addresses (git@host:org/repo.git) are accepted for SSH.
+	// URL of the repository: ssh://, https://, http://, git:// or file://
+	// (file:// only for Syncs in the agent's namespace, unless the agent
+	// runs with --allow-file-urls). scp-like addresses
+	// (git@host:org/repo.git) are accepted for SSH.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self.matches('^((?i:ssh|https?|git|file)://|/|[^/:]+:([^/]|/[^/]|$))')",message="url must start with ssh://, https://, http://, git:// or file://, or be an scp-like address such as git@github.com:org/repo.git"
 	URL string `json:"url"`
 	// Branch to follow.
 	// +optional
@@ -230,6 +237,17 @@ type SyncSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[_a-zA-Z][_a-zA-Z0-9]*$'))",message="variable names must match ^[_a-zA-Z][_a-zA-Z0-9]*$"
 	// +optional
 	Substitute map[string]string `json:"substitute,omitempty"`
+	// ServiceAccountName is a ServiceAccount of the Sync's namespace:
+	// every request for the Sync's objects (server-side dry-run, apply,
+	// prune, health checks, drift reverts, the cleanup of deletionPolicy)
+	// impersonates it, so the Sync may do only what that account may do.
+	// Empty: a Sync in the agent's namespace uses the agent's identity; a
+	// Sync elsewhere uses the agent's --default-service-account, or is
+	// refused (Stalled, ServiceAccountRequired) when there is none.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 	// SubstituteFrom reads variables from the data of ConfigMaps and
 	// Secrets in the Sync's namespace, in order: a later entry overrides
 	// an earlier one. Values from Secrets are never shown in errors,

@@ -66,6 +66,11 @@ type agentOptions struct {
 	webhookSecret  string
 	webhookProxies []string
 	notifyConfig   string
+
+	syncServiceAccount    string
+	defaultServiceAccount string
+	noCrossNamespaceRefs  bool
+	allowFileURLs         bool
 }
 
 const rootSyncName = "default"
@@ -110,6 +115,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.gitSecret, "git-secret", "", "Secret in the agent's namespace with the root Sync's git credentials")
 	f.BoolVar(&o.syncWait, "sync-wait", false, "the root Sync is Ready only when every object it applied is healthy (rolled out and available)")
 	f.DurationVar(&o.syncInterval, "sync-interval", 5*time.Minute, "interval of the root Sync")
+	f.StringVar(&o.syncServiceAccount, "sync-service-account", "", "ServiceAccount in the agent's namespace the root Sync acts as (its spec.serviceAccountName); empty: the agent's own identity")
 	f.BoolVar(&o.insecureHost, "git-insecure-skip-host-key-check", false, "accept any SSH host key for the root Sync (not recommended)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among agent replicas; on by default when running in a cluster (set --leader-elect=false to turn it off there), off elsewhere")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
@@ -122,6 +128,9 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.BoolVar(&o.dryRun, "dry-run", false, "write nothing: report what every Sync would create, change, prune and revert (events, status, condition Drifted)")
 	f.DurationVar(&o.fullResync, "full-resync-interval", defaults.FullResync, "how often a Sync compares every object even when git did not change and the drift watches saw nothing")
 	addBudgetFlags(f, &o.budgets)
+	f.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the Sync's own namespace) a Sync outside the agent's namespace acts as when it names none in spec.serviceAccountName; empty refuses such Syncs (Stalled, ServiceAccountRequired) (docs/security.md)")
+	f.BoolVar(&o.noCrossNamespaceRefs, "no-cross-namespace-refs", true, "refuse (InvalidSpec) a Sync outside the agent's namespace whose spec.dependsOn names another namespace")
+	f.BoolVar(&o.allowFileURLs, "allow-file-urls", false, "let Syncs outside the agent's namespace use file:// sources, which read the agent's filesystem (tests, demos); without it only the agent's namespace may")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "address of the webhook receiver (/hooks/github, /hooks/gitlab, /hooks/gitea, /hooks/bitbucket, /hooks/generic), such as :9292: a push wakes the Syncs that follow the pushed branch or tag at once (docs/webhooks.md); empty disables it")
 	f.StringVar(&o.webhookSecret, "webhook-secret", "", "Secret in the agent's namespace with the webhook secrets: one key per provider (github, gitlab, gitea, bitbucket, generic), or the key token for all; required with --webhook-bind-address")
 	f.StringSliceVar(&o.webhookProxies, "webhook-trusted-proxies", nil, "comma-separated CIDRs of the proxies in front of the webhook receiver (an Ingress): requests from them are rate-limited by their X-Forwarded-For sender; empty limits by the TCP peer")
@@ -227,6 +236,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		RenderBudgets: o.budgets,
 		Wake:          wake,
 		Notify:        notifications,
+		Tenancy: &controller.Tenancy{
+			AgentNamespace:        o.namespace,
+			DefaultServiceAccount: o.defaultServiceAccount,
+			CrossNamespaceRefs:    !o.noCrossNamespaceRefs,
+			FileURLs:              o.allowFileURLs,
+		},
 	}); err != nil {
 		return err
 	}
@@ -336,7 +351,8 @@ func rootSync(o *agentOptions) *v1alpha1.Sync {
 				Branch:                   o.gitBranch,
 				InsecureSkipHostKeyCheck: o.insecureHost,
 			}},
-			Interval: metav1.Duration{Duration: o.syncInterval},
+			Interval:           metav1.Duration{Duration: o.syncInterval},
+			ServiceAccountName: o.syncServiceAccount,
 		},
 	}
 	for _, p := range o.gitPaths {

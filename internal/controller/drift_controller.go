@@ -39,9 +39,12 @@ const maxDriftFields = 10
 // DriftReconciler checks one managed object that someone else changed
 // and puts it back to git, or reports it when the Sync only reports.
 type DriftReconciler struct {
-	Client   client.Client
-	Applier  client.Client
-	Recorder EventRecorder
+	Client client.Client
+	// Applier reverts as the agent; Identities, when set, gives each
+	// Sync's reverts the identity its syncs use (SyncReconciler).
+	Applier    client.Client
+	Identities *Identities
+	Recorder   EventRecorder
 	// Reader reads Syncs from the API server for status updates.
 	Reader client.Reader
 	// Store holds what each Sync last applied; the Sync reconciler
@@ -103,7 +106,13 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	}
 	opts := apply.DefaultOptions(s.LabelValue())
 	opts.DryRun = report || !decision.Revert
-	change, err := apply.NewManager(r.Applier, opts).ApplyOne(ctx, step)
+	// The watch that saw the change is the agent's; the comparison and
+	// the revert are the Sync's own, as its identity.
+	id, err := identityOf(r.Identities, r.Applier, &s)
+	if err != nil {
+		return ctrl.Result{}, nil // the Sync is stalled and says why
+	}
+	change, err := apply.NewManager(id.client, opts).ApplyOne(ctx, step)
 	release()
 	if err != nil && len(obj.SecretVariables) > 0 {
 		// The API server may quote the object's values, some of them
@@ -118,6 +127,16 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		logger.Info("drift check found the object owned by another Sync", "error", err.Error())
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonConflict, "Revert", "%s", truncate(err.Error()))
 		return ctrl.Result{}, nil
+	}
+	var forbidden *ForbiddenError
+	if errors.As(err, &forbidden) {
+		// The Sync's identity may not put it back: say so on the Sync
+		// (Drifted) instead of retrying what only a grant can fix.
+		logger.Info("drift not reverted: permission denied", "error", err.Error())
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "Revert", "%s: not reverted: %s", step.ID, truncate(forbidden.Error()))
+		inc := v1alpha1.DriftIncident{Time: metav1.NewTime(r.now()), Object: step.ID.String(), Origin: obj.Origin.Path,
+			Action: v1alpha1.DriftReported, Message: truncate("not reverted: " + forbidden.Error())}
+		return ctrl.Result{}, r.recordIncident(ctx, req, inc)
 	}
 	if err != nil {
 		logger.Error(err, "drift check failed")

@@ -48,6 +48,10 @@ type Options struct {
 	// Notify, when it has targets, sends notifications about Syncs
 	// (internal/notify): every event still goes to the API server.
 	Notify notify.Config
+	// Tenancy, when set, fences the Syncs outside the agent's namespace
+	// and makes every Sync act as its ServiceAccount (docs/security.md).
+	// Nil: every Sync acts as the agent, unfenced.
+	Tenancy *Tenancy
 }
 
 // DefaultOptions returns the agent's defaults.
@@ -72,9 +76,14 @@ func CacheOptions() cache.Options {
 // Setup registers the Sync and drift controllers with mgr, whose cache
 // must be built from CacheOptions.
 func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
-	applier, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	clientOptions := client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()}
+	applier, err := client.New(mgr.GetConfig(), clientOptions)
 	if err != nil {
 		return nil, err
+	}
+	var identities *Identities
+	if opts.Tenancy != nil {
+		identities = NewIdentities(*opts.Tenancy, applier, mgr.GetConfig(), clientOptions)
 	}
 	var recorder EventRecorder = mgr.GetEventRecorder("driftless")
 	if len(opts.Notify.Targets) > 0 {
@@ -89,6 +98,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		Client:        mgr.GetClient(),
 		Reader:        mgr.GetAPIReader(),
 		Applier:       applier,
+		Identities:    identities,
 		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets},
 		Store:         store,
 		Recorder:      recorder,
@@ -98,14 +108,15 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 	}
 	policy := drift.DefaultPolicy()
 	drifts := &DriftReconciler{
-		Client:   mgr.GetClient(),
-		Applier:  applier,
-		Recorder: recorder,
-		Reader:   mgr.GetAPIReader(),
-		Store:    store,
-		DryRun:   opts.DryRun,
-		Policy:   policy,
-		History:  drift.NewHistory(policy.Window + policy.MaxBackoff),
+		Client:     mgr.GetClient(),
+		Applier:    applier,
+		Identities: identities,
+		Recorder:   recorder,
+		Reader:     mgr.GetAPIReader(),
+		Store:      store,
+		DryRun:     opts.DryRun,
+		Policy:     policy,
+		History:    drift.NewHistory(policy.Window + policy.MaxBackoff),
 	}
 	watches, err := SetupDriftWithManager(mgr, drifts, opts.Concurrency)
 	if err != nil {

@@ -41,8 +41,13 @@ type SyncReconciler struct {
 	// Reader reads Secrets directly from the API server, so that the
 	// agent never caches every Secret of the cluster.
 	Reader client.Reader
-	// Applier writes managed objects; it must not cache them.
+	// Applier writes managed objects as the agent; it must not cache them.
 	Applier client.Client
+	// Identities, when set, fences Syncs outside the agent's namespace
+	// and gives each Sync the client of its ServiceAccount for its
+	// objects (Tenancy). Nil: every Sync acts as the agent, through
+	// Applier, unfenced.
+	Identities *Identities
 	// RenderOptions are the agent's render settings (scope, budgets).
 	RenderOptions engine.RenderOptions
 	// Recorder emits events on Syncs.
@@ -104,11 +109,18 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		logger.V(1).Info("suspended; not syncing")
 		return ctrl.Result{}, nil
 	}
-	if err := checkSpec(&s); err != nil {
-		return r.stallOnSpec(ctx, &s, err)
+	if err := checkSpec(&s, r.Identities.tenancy()); err != nil {
+		return r.stallOnSpec(ctx, &s, v1alpha1.ReasonInvalidSpec, err)
+	}
+	id, err := r.identityOf(&s)
+	if errors.Is(err, errServiceAccountRequired) {
+		return r.stallOnSpec(ctx, &s, v1alpha1.ReasonServiceAccountRequired, err)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout(&s))
-	o := r.sync(syncCtx, &s)
+	o := r.sync(syncCtx, &s, id)
 	cancel()
 
 	interval := s.Spec.Interval.Duration
@@ -189,7 +201,7 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o ou
 // Store, holding the Sync's gate while it writes so that drift checks
 // never act on an older render. Each step that fails sets its reason and
 // stops; nothing is pruned unless fetch, render and apply succeeded.
-func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
+func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity) outcome {
 	o := outcome{started: time.Now()}
 	// vars are the Sync's variables once read: an error that quotes an
 	// object (the API server echoes invalid values) is masked with them.
@@ -267,7 +279,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 			return w.Pause(func() error { return untilSuperseded(ctx, req, o.revision, wait) })
 		},
 	}
-	res := engine.Run(ctx, r.Applier, in)
+	res := engine.Run(ctx, id.client, in)
 	o.changes, o.inventory = res.Changes, res.Inventory
 	switch {
 	case res.Err == nil:

@@ -90,6 +90,7 @@ func (r *SyncReconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.R
 	cleanCtx, cancel := context.WithTimeout(ctx, timeout)
 	c := r.cleanUp(cleanCtx, s, entries)
 	cancel()
+	applier := c.client
 
 	eventType, reason, msg := corev1.EventTypeNormal, v1alpha1.ReasonOrphaned, c.summary()
 	if c.policy == v1alpha1.DeletionDelete {
@@ -113,7 +114,7 @@ func (r *SyncReconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.R
 			why = fmt.Sprintf("annotated %s: %s", v1alpha1.ForceDeleteAnnotation, v1alpha1.Enabled)
 		}
 		if c.policy == v1alpha1.DeletionDelete && !c.dryRun {
-			r.unlabelLeftovers(ctx, s.LabelValue(), entries, c.failed)
+			r.unlabelLeftovers(ctx, applier, s.LabelValue(), entries, c.failed)
 		}
 		eventType, reason = corev1.EventTypeWarning, v1alpha1.ReasonLeftBehind
 		msg = fmt.Sprintf("Sync deleted (deletionPolicy %s, %s) leaving behind %s", c.policy, why, c.leftBehind())
@@ -164,6 +165,8 @@ type cleanup struct {
 	deleted   []plan.ID
 	orphaned  []plan.ID
 	failed    []leftover
+	// client is the identity the Sync acts as; nil when it has none.
+	client client.Client
 }
 
 // leftover is an object the cleanup could not delete or unlabel.
@@ -182,13 +185,23 @@ func (r *SyncReconciler) cleanUp(ctx context.Context, s *v1alpha1.Sync, entries 
 		c.policy = v1alpha1.DeletionOrphan
 	}
 	owner := s.LabelValue()
+	// The cleanup acts as the Sync does: a tenant cannot delete through
+	// its Sync what it could not have applied.
+	id, err := r.identityOf(s)
+	if err != nil {
+		for _, e := range entries {
+			c.failed = append(c.failed, leftover{id: e.ID, err: err})
+		}
+		return c
+	}
+	c.client = id.client
 	if c.policy == v1alpha1.DeletionOrphan {
-		c.orphaned, c.failed = orphan(ctx, r.Applier, owner, entries, c.dryRun)
+		c.orphaned, c.failed = orphan(ctx, c.client, owner, entries, c.dryRun)
 		return c
 	}
 	opts := apply.DefaultOptions(owner)
 	opts.DryRun = c.dryRun
-	cs, err := apply.NewManager(r.Applier, opts).Prune(ctx, plan.New(nil, entries).Prune)
+	cs, err := apply.NewManager(c.client, opts).Prune(ctx, plan.New(nil, entries).Prune)
 	byID := make(map[plan.ID]plan.Entry, len(entries))
 	for _, e := range entries {
 		byID[e.ID] = e
@@ -211,7 +224,7 @@ func (r *SyncReconciler) cleanUp(ctx context.Context, s *v1alpha1.Sync, entries 
 		}
 		c.failed = append(c.failed, leftover{id: oe.ID, err: cause})
 	}
-	orphaned, failed := orphan(ctx, r.Applier, owner, kept, c.dryRun)
+	orphaned, failed := orphan(ctx, c.client, owner, kept, c.dryRun)
 	c.orphaned = orphaned
 	c.failed = append(c.failed, failed...)
 	return c
@@ -219,14 +232,17 @@ func (r *SyncReconciler) cleanUp(ctx context.Context, s *v1alpha1.Sync, entries 
 
 // unlabelLeftovers removes the label of the objects whose deletion failed,
 // when finalize gives up on them, and notes which ones it could unlabel.
-func (r *SyncReconciler) unlabelLeftovers(ctx context.Context, owner string, entries []plan.Entry, failed []leftover) {
+func (r *SyncReconciler) unlabelLeftovers(ctx context.Context, applier client.Client, owner string, entries []plan.Entry, failed []leftover) {
+	if applier == nil {
+		return // no identity to act as
+	}
 	byID := make(map[plan.ID]plan.Entry, len(entries))
 	for _, e := range entries {
 		byID[e.ID] = e
 	}
 	for i := range failed {
 		if e, ok := byID[failed[i].id]; ok {
-			done, err := unlabel(ctx, r.Applier, owner, e, false)
+			done, err := unlabel(ctx, applier, owner, e, false)
 			failed[i].unlabelled = done && err == nil
 		}
 	}

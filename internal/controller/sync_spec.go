@@ -21,7 +21,7 @@ import (
 // objects, a malformed or unsupported git address, an SSH address without
 // a deploy key, a branch or tag name git cannot hold. Each problem says
 // which field to change and how; all of them are joined.
-func checkSpec(s *v1alpha1.Sync) error {
+func checkSpec(s *v1alpha1.Sync, t *Tenancy) error {
 	var errs []error
 	if v := s.LabelValue(); len(v) > validation.LabelValueMaxLength {
 		fix := fmt.Sprintf("recreate the Sync with a name of at most %d characters", validation.LabelValueMaxLength-len(s.Namespace)-1)
@@ -43,16 +43,19 @@ func checkSpec(s *v1alpha1.Sync) error {
 	if err := source.CheckRef(source.Ref{Branch: g.Branch, Tag: g.Tag, Commit: g.Commit}); err != nil {
 		errs = append(errs, err)
 	}
+	if t != nil && t.tenant(s) {
+		errs = append(errs, t.fences(s, protocol)...)
+	}
 	return errors.Join(errs...)
 }
 
 // stallOnSpec records a spec that checkSpec refused: Ready=False and
-// Stalled=True with reason InvalidSpec, a Warning event, and no requeue:
+// Stalled=True with reason (InvalidSpec, ServiceAccountRequired), a Warning event, and no requeue:
 // only a change of the spec (a new generation) triggers the next attempt.
 // A Sync already stalled on the same problem is not written again, unless
 // a sync was requested (driftless reconcile waits for its record).
-func (r *SyncReconciler) stallOnSpec(ctx context.Context, s *v1alpha1.Sync, err error) (ctrl.Result, error) {
-	o := outcome{started: r.now(), reason: v1alpha1.ReasonInvalidSpec, err: err}
+func (r *SyncReconciler) stallOnSpec(ctx context.Context, s *v1alpha1.Sync, reason string, err error) (ctrl.Result, error) {
+	o := outcome{started: r.now(), reason: reason, err: err}
 	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionStalled); c != nil &&
 		c.Status == metav1.ConditionTrue && c.Reason == o.reason && c.Message == o.message() && c.ObservedGeneration == s.Generation &&
 		!requestPending(s) {

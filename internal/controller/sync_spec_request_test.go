@@ -12,8 +12,8 @@ import (
 // stalled on an invalid spec must still record a requested attempt.
 func TestARequestedSyncOfAStalledSpecIsRecorded(t *testing.T) {
 	h := newHarness(t)
-	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "ftp://example.com/fleet.git" })
-	s := h.expectStalledOnSpec("fleet", `unsupported scheme "ftp"`)
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "file://fileserver/srv/fleet.git" })
+	s := h.expectStalledOnSpec("fleet", `file URL with host "fileserver"`)
 	if again := h.expectStalledOnSpec("fleet"); len(again.Status.History) != len(s.Status.History) {
 		t.Fatalf("a stalled Sync was recorded again without a request: %d records, was %d", len(again.Status.History), len(s.Status.History))
 	}

@@ -51,11 +51,12 @@ func (o outcome) sameReport(st *v1alpha1.SyncStatus) bool {
 // stalledReasons are failures that retrying cannot fix: they need a new
 // commit or a spec change.
 var stalledReasons = map[string]bool{
-	v1alpha1.ReasonBuildFailed:      true,
-	v1alpha1.ReasonValidationFailed: true,
-	v1alpha1.ReasonPruneRefused:     true,
-	v1alpha1.ReasonInvalidSpec:      true,
-	v1alpha1.ReasonDependencyCycle:  true,
+	v1alpha1.ReasonBuildFailed:            true,
+	v1alpha1.ReasonValidationFailed:       true,
+	v1alpha1.ReasonPruneRefused:           true,
+	v1alpha1.ReasonInvalidSpec:            true,
+	v1alpha1.ReasonDependencyCycle:        true,
+	v1alpha1.ReasonServiceAccountRequired: true,
 }
 
 // maxMessage keeps condition and event messages within what the API
