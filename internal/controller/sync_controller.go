@@ -223,6 +223,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	if err != nil {
 		return fail(v1alpha1.ReasonFetchFailed, err)
 	}
+	o.movedBack = movedBack(s, o.revision)
 	// Read every sync: a changed ConfigMap or Secret re-renders.
 	vars, err = engine.Variables(ctx, r.Reader, s)
 	if err != nil {

@@ -245,4 +245,3 @@ func mark(t *testing.T) testenv.AuditMark {
 	}
 	return m
 }
-
