@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Components that StopComponent and StartComponent handle.
@@ -18,9 +17,10 @@ const (
 	APIServer = apiserverName
 )
 
-// StopComponent stops one running component (Etcd or APIServer) and
-// waits for it to exit, leaving its data, ports and the other components
-// as they are: a fault a test starts and ends with StartComponent.
+// StopComponent kills one running component (Etcd or APIServer) with
+// SIGKILL, as a crash, and waits for it to exit, leaving its data, ports
+// and the other components as they are: a fault a test starts and ends
+// with StartComponent.
 func (cp *ControlPlane) StopComponent(name string) error {
 	i := -1
 	for j, cmd := range cp.procs {
@@ -32,7 +32,7 @@ func (cp *ControlPlane) StopComponent(name string) error {
 		return fmt.Errorf("%s is not running", name)
 	}
 	cmd := cp.procs[i]
-	err := stopPID(cmd.Process.Pid, 20*time.Second)
+	err := stopPID(cmd.Process.Pid, 0)
 	_ = cmd.Wait()
 	cp.procs = slices.Delete(cp.procs, i, i+1)
 	return err
