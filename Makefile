@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/driftless/driftless/internal/cli.version=$(VERSION) \
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 export DRIFTLESS_K8S_BIN := $(CURDIR)/bin/k8s
 
-.PHONY: help build generate controlplane test lint demo bench check-leftovers clean
+.PHONY: reliability help build generate controlplane test lint demo bench check-leftovers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -26,6 +26,9 @@ controlplane: ## build etcd, kube-apiserver, controller-manager, scheduler, kube
 
 test: controlplane ## run every test, unit and against a real control plane
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+reliability: controlplane ## run the whole reliability suite (bad-input corpus, agent killed mid-sync, API server and etcd crashes with 30 s outages, force-push); COUNT=n repeats it; docs/reliability.md
+	RELIABILITY_FULL=1 $(GO) test -race -count=$(or $(COUNT),1) -timeout 60m -v ./internal/reliability/
 
 lint: ## gofmt, go vet, staticcheck
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

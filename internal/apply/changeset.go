@@ -103,6 +103,9 @@ func (e *ObjectError) Unwrap() error { return e.Err }
 // nothing was written, and a retry may succeed.
 var ErrValidationIncomplete = errors.New("validation could not complete")
 
+// ErrNotRecorded means Options.BeforeWrite failed: nothing was written.
+var ErrNotRecorded = errors.New("the objects about to be written could not be recorded, nothing was applied")
+
 // ValidationError means the server-side dry-run refused one or more
 // objects, so nothing was written — or, for objects that could only be
 // validated once their Namespace or CRD existed, only what came before

@@ -28,6 +28,11 @@ type Options struct {
 	// Wait says when Apply waits for a wave to be healthy and how it
 	// reports the wait.
 	Wait WaitOptions
+	// BeforeWrite, when set, is called once by Apply after every object
+	// passed validation and before the first write; an error stops Apply
+	// with nothing written. The engine records its write-ahead inventory
+	// there.
+	BeforeWrite func(context.Context) error
 }
 
 // WaitOptions say when Apply waits for the objects of a wave to be

@@ -63,6 +63,11 @@ func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 	if m.opts.DryRun {
 		return m.report(results), nil
 	}
+	if m.opts.BeforeWrite != nil {
+		if err := m.opts.BeforeWrite(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		}
+	}
 	var cs ChangeSet
 	waves := p.Waves()
 	offset := 0

@@ -196,6 +196,35 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o ou
 	})
 }
 
+// recordInventory writes entries to status.inventory before a sync's
+// first write (engine.Input.Record): an agent killed in the middle of the
+// sync then finds every object it may have written in the inventory, and
+// prunes those the next revision drops.
+func (r *SyncReconciler) recordInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry) error {
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+				return err
+			}
+		}
+		first = false
+		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		s.Status.Inventory = inventory.ToStatus(inventory.Union(readableInventory(&s.Status), entries))
+		return r.Client.Status().Patch(ctx, s, patch)
+	})
+	if err != nil {
+		return fmt.Errorf("record the inventory of Sync %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
+}
+
+// readableInventory is the readable part of a status's inventory.
+func readableInventory(st *v1alpha1.SyncStatus) []plan.Entry {
+	entries, _ := inventory.FromStatus(st)
+	return entries
+}
+
 // sync runs the pipeline — dependencies → fetch → render → engine.Run
 // (validate → plan → apply → prune) — and records what it wrote in the
 // Store, holding the Sync's gate while it writes so that drift checks
@@ -223,6 +252,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(v1alpha1.ReasonFetchFailed, err)
 	}
+	o.movedBack = movedBack(s, o.revision)
 	// Read every sync: a changed ConfigMap or Secret re-renders.
 	vars, err = engine.Variables(ctx, r.Reader, s)
 	if err != nil {
@@ -265,6 +295,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}()
 	if !o.dryRun {
 		in.Known = r.knownUnchanged(s, w)
+		in.Record = func(ctx context.Context, entries []plan.Entry) error { return r.recordInventory(ctx, s, entries) }
 	}
 	in.Wait = apply.WaitOptions{
 		Last: s.Spec.Wait,
@@ -327,7 +358,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 // to prune is not in git any more. The next sync decides for them.
 func uncertain(res engine.Result) []plan.ID {
 	var ve *apply.ValidationError
-	if errors.As(res.Err, &ve) || errors.Is(res.Err, apply.ErrValidationIncomplete) {
+	if errors.As(res.Err, &ve) || errors.Is(res.Err, apply.ErrValidationIncomplete) || errors.Is(res.Err, apply.ErrNotRecorded) {
 		return nil // nothing failed to be written
 	}
 	ids := apply.FailedIDs(res.Err)

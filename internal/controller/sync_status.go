@@ -31,6 +31,9 @@ type outcome struct {
 	dryRun bool
 	// progressed: status.progress was written during the sync.
 	progressed bool
+	// movedBack says the source went back to an older revision (see
+	// movedBack), or is empty.
+	movedBack string
 }
 
 // pending reports whether a dry run found anything to do.
@@ -86,10 +89,37 @@ func (o outcome) message() string {
 		return truncate(fmt.Sprintf("dry run of %s: would %s", source.Short(o.revision), o.wouldDo()))
 	}
 	msg := fmt.Sprintf("applied %s: %s", source.Short(o.revision), o.changes.Summary())
+	if o.movedBack != "" {
+		msg += "; " + o.movedBack
+	}
 	if adopted := o.changes.Adopted(); len(adopted) > 0 {
 		msg += "; " + adoptedMessage(adopted)
 	}
 	return truncate(msg)
+}
+
+// movedBack returns a note when revision, about to be applied, is one
+// this Sync applied before the revision it applied last (status.history):
+// the branch was moved back, by a force-push or a reset. The Sync follows
+// it; the note tells whoever reads its status or events why the cluster
+// went back. A move to an older commit never applied is not told apart
+// from a new commit: that needs the git history, which a shallow fetch
+// does not have.
+func movedBack(s *v1alpha1.Sync, revision string) string {
+	last := s.Status.LastAppliedRevision
+	if last == "" || revision == last {
+		return ""
+	}
+	for _, rec := range s.Status.History {
+		if rec.Revision == revision && rec.Result == v1alpha1.ResultSucceeded {
+			ref := "the source"
+			if b := s.Spec.Source.Git.Branch; b != "" {
+				ref = "branch " + b
+			}
+			return fmt.Sprintf("%s moved back from %s to %s, a revision applied before (force-push?)", ref, source.Short(last), source.Short(revision))
+		}
+	}
+	return ""
 }
 
 // adoptedMessage names the objects a sync adopted: they existed with no

@@ -31,6 +31,14 @@ type Input struct {
 	// Wait says when to wait for waves to be healthy, and how to report
 	// it (see apply.WaitOptions).
 	Wait apply.WaitOptions
+	// Record, when set, stores an inventory before the first write (a
+	// write-ahead inventory): Run calls it, after validation, with the
+	// union of Inventory and the plan's objects when the plan adds
+	// objects to Inventory, so that an agent killed in the middle of the
+	// sync still knows what it may have written and prunes it later. A
+	// sync that adds nothing does not call it. An error stops the sync
+	// with nothing written (ApplyFailed).
+	Record func(ctx context.Context, entries []plan.Entry) error
 }
 
 // Result is what a sync did, or would do when it was a dry run.
@@ -78,6 +86,11 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 	opts := apply.DefaultOptions(s.LabelValue())
 	opts.DryRun = in.DryRun
 	opts.Wait = in.Wait
+	if in.Record != nil && !in.DryRun && adds(in.Inventory, p.Inventory()) {
+		opts.BeforeWrite = func(ctx context.Context) error {
+			return in.Record(ctx, inventory.Union(in.Inventory, p.Inventory()))
+		}
+	}
 	m := apply.NewManager(c, opts)
 
 	toApply, known := narrow(p, in.Known)
@@ -105,7 +118,7 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 			res.Inventory = inventory.Union(in.Inventory, inventory.Touched(res.Changes, p))
 			return fail(v1alpha1.ReasonHealthCheckFailed, err)
 		}
-		if errors.Is(err, apply.ErrValidationIncomplete) || in.DryRun {
+		if errors.Is(err, apply.ErrValidationIncomplete) || errors.Is(err, apply.ErrNotRecorded) || in.DryRun {
 			// Nothing was written.
 			res.Inventory = nil
 			return fail(v1alpha1.ReasonApplyFailed, err)
@@ -132,6 +145,20 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 		return fail(v1alpha1.ReasonPruneFailed, err)
 	}
 	return res
+}
+
+// adds reports whether next holds an object that stored does not.
+func adds(stored, next []plan.Entry) bool {
+	have := make(map[plan.ID]bool, len(stored))
+	for _, e := range stored {
+		have[e.ID] = true
+	}
+	for _, e := range next {
+		if !have[e.ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // narrow returns p without the steps known to be unchanged, and the

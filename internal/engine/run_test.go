@@ -190,3 +190,53 @@ func TestRunRefusesAnObjectOfAnotherSyncAsAConflict(t *testing.T) {
 		t.Errorf("inventory = %v, want the previous one kept", res.Inventory)
 	}
 }
+
+// The write-ahead inventory: a sync that adds objects records the union
+// of the stored inventory and its plan before its first write, and only
+// then; a sync that adds nothing, or writes nothing, records nothing; a
+// failed record stops the sync before it writes.
+func TestRunRecordsTheInventoryBeforeItsFirstWrite(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	s := syncIn(ns)
+	var recorded [][]plan.Entry
+	record := func(_ context.Context, entries []plan.Entry) error {
+		// Before the first write: nothing of this sync exists yet.
+		if exists(t, ns, "b") {
+			t.Error("Record was called after b was written")
+		}
+		recorded = append(recorded, entries)
+		return nil
+	}
+	first := engine.Run(ctx, c, engine.Input{Sync: s, Objects: []render.Object{configMap(t, ns, "a", "1")}, Record: record})
+	if first.Err != nil {
+		t.Fatal(first.Err)
+	}
+	recorded = nil
+	second := engine.Run(ctx, c, engine.Input{Sync: s, Objects: []render.Object{configMap(t, ns, "b", "1")}, Inventory: first.Inventory, Record: record})
+	if second.Err != nil {
+		t.Fatal(second.Err)
+	}
+	if len(recorded) != 1 || len(recorded[0]) != 2 {
+		t.Fatalf("recorded %+v, want one record of a and b", recorded)
+	}
+
+	recorded = nil
+	steady := engine.Run(ctx, c, engine.Input{Sync: s, Objects: []render.Object{configMap(t, ns, "b", "2")}, Inventory: second.Inventory, Record: record})
+	if steady.Err != nil || len(recorded) != 0 {
+		t.Errorf("a sync that adds nothing recorded %+v (err %v); want no record", recorded, steady.Err)
+	}
+	dry := engine.Run(ctx, c, engine.Input{Sync: s, Objects: []render.Object{configMap(t, ns, "c", "1")}, Inventory: second.Inventory, Record: record, DryRun: true})
+	if dry.Err != nil || len(recorded) != 0 {
+		t.Errorf("a dry run recorded %+v (err %v); want no record", recorded, dry.Err)
+	}
+
+	failed := engine.Run(ctx, c, engine.Input{Sync: s, Objects: []render.Object{configMap(t, ns, "b", "2"), configMap(t, ns, "d", "1")},
+		Inventory: second.Inventory, Record: func(context.Context, []plan.Entry) error { return fmt.Errorf("the API server is gone") }})
+	if failed.Err == nil || failed.Reason != v1alpha1.ReasonApplyFailed || failed.Inventory != nil {
+		t.Errorf("a failed record: reason %s, err %v, inventory %+v; want ApplyFailed and the inventory kept", failed.Reason, failed.Err, failed.Inventory)
+	}
+	if exists(t, ns, "d") {
+		t.Error("d was written although its inventory could not be recorded")
+	}
+}

@@ -133,3 +133,50 @@ func sign(tmpl *x509.Certificate, key *ecdsa.PrivateKey, parent *x509.Certificat
 func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
+
+// clientCert issues a client certificate for user in groups, signed by
+// the control plane's CA, and returns it and its key as PEM.
+func (p pki) clientCert(user string, groups []string) (certPEM, keyPEM []byte, err error) {
+	caCert, err := readPEM(p.path("ca.crt"), x509.ParseCertificate)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the CA certificate: %w", err)
+	}
+	caKey, err := readPEM(p.path("ca.key"), x509.ParsePKCS8PrivateKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the CA key: %w", err)
+	}
+	signer, ok := caKey.(crypto.Signer)
+	if !ok {
+		return nil, nil, fmt.Errorf("the CA key in %s cannot sign", p.path("ca.key"))
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, _, err := sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, key, caCert, signer)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pemBlock("CERTIFICATE", der), pemBlock("PRIVATE KEY", keyDER), nil
+}
+
+func readPEM[T any](path string, parse func([]byte) (T, error)) (T, error) {
+	var zero T
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return zero, err
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return zero, fmt.Errorf("%s holds no PEM block", path)
+	}
+	return parse(block.Bytes)
+}

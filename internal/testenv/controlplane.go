@@ -40,11 +40,18 @@ type ControlPlane struct {
 	// at once (or never Ready, see NeverReadyAnnotation). No container
 	// runs: kwok only writes the Pods' status.
 	Workloads bool
+	// Audit makes the API server log every write request (create,
+	// update, patch, delete) at level Metadata, as JSON lines, to
+	// AuditLogPath; see Env.AuditWrites.
+	Audit bool
 
 	// APIServerURL is set by Start.
 	APIServerURL string
 
 	procs []*exec.Cmd
+	// args are the arguments each component was started with, by name,
+	// so that StopComponent and StartComponent can restart it as it was.
+	args map[string][]string
 }
 
 // Component names, also the names of their binaries, logs and pid files.
@@ -73,6 +80,7 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cp.args = map[string][]string{}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	if err := cp.launch(etcdName, nil,
@@ -93,7 +101,19 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 	}
 
 	cp.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
-	if err := cp.launch(apiserverName, nil,
+	var auditArgs []string
+	if cp.Audit {
+		if err := os.WriteFile(cp.auditPolicyPath(), []byte(auditPolicy), 0o600); err != nil {
+			return errors.Join(err, cp.Stop())
+		}
+		auditArgs = []string{
+			"--audit-policy-file=" + cp.auditPolicyPath(),
+			"--audit-log-path=" + cp.AuditLogPath(),
+			"--audit-log-format=json",
+			"--audit-log-mode=blocking",
+		}
+	}
+	if err := cp.launch(apiserverName, nil, append(auditArgs,
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -111,7 +131,7 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=0",
-	); err != nil {
+	)...); err != nil {
 		return errors.Join(err, cp.Stop())
 	}
 	if err := cp.writeKubeconfig(certs); err != nil {
@@ -165,7 +185,7 @@ func (cp *ControlPlane) checkBinaries() error {
 
 // launch starts a component with args, and env added to the environment.
 func (cp *ControlPlane) launch(name string, env []string, args ...string) error {
-	logFile, err := os.OpenFile(filepath.Join(cp.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	logFile, err := os.OpenFile(filepath.Join(cp.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -186,6 +206,10 @@ func (cp *ControlPlane) launch(name string, env []string, args ...string) error 
 		return fmt.Errorf("start %s: %w", name, err)
 	}
 	cp.procs = append(cp.procs, cmd)
+	if cp.args == nil {
+		cp.args = map[string][]string{}
+	}
+	cp.args[name] = args
 	return os.WriteFile(cp.pidFile(name), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -33,6 +36,9 @@ type Options struct {
 	// ControlPlane.Workloads. It adds a second or two to start-up and some
 	// CPU while the tests run.
 	Workloads bool
+	// Audit logs every write request to the API server, so that a test
+	// can tell what a process wrote (Env.AuditMark, Env.AuditWrites).
+	Audit bool
 }
 
 // Start launches a control plane (etcd and kube-apiserver) in a fresh
@@ -45,7 +51,7 @@ func StartWith(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: dir, BinDir: DefaultBinDir(), Workloads: opts.Workloads}
+	cp := &ControlPlane{Dir: dir, BinDir: DefaultBinDir(), Workloads: opts.Workloads, Audit: opts.Audit}
 	if err := cp.Start(ctx); err != nil {
 		return nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
 	}
@@ -142,4 +148,27 @@ func (e *Env) Namespace(t testing.TB) string {
 		e.WaitForServiceAccount(t, name)
 	}
 	return name
+}
+
+// UserKubeconfig writes a kubeconfig for user in groups (a client
+// certificate signed by the control plane's CA) and returns its path:
+// for a process, such as an agent, whose requests a test tells apart in
+// the audit log. Group system:masters may do anything.
+func (e *Env) UserKubeconfig(user string, groups ...string) (string, error) {
+	cp := e.ControlPlane
+	certPEM, keyPEM, err := pki{dir: filepath.Join(cp.Dir, "pki")}.clientCert(user, groups)
+	if err != nil {
+		return "", fmt.Errorf("client certificate for %s: %w", user, err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(cp.Dir, "pki", "ca.crt"))
+	if err != nil {
+		return "", err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["driftless-local"] = &clientcmdapi.Cluster{Server: cp.APIServerURL, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts["driftless-local"] = &clientcmdapi.Context{Cluster: "driftless-local", AuthInfo: user}
+	cfg.CurrentContext = "driftless-local"
+	path := filepath.Join(cp.Dir, "kubeconfig-"+unsafeName.ReplaceAllString(user, "-"))
+	return path, clientcmd.WriteToFile(*cfg, path)
 }

@@ -67,6 +67,15 @@ func (r *Repo) Commit(t testing.TB, message string, files map[string]string) str
 	return r.git(t, r.Work, "rev-parse", "HEAD")
 }
 
+// ForcePush resets the current branch of the working clone to revision
+// and force-pushes it: the branch moves back, as after `git push --force`.
+func (r *Repo) ForcePush(t testing.TB, revision string) {
+	t.Helper()
+	r.git(t, r.Work, "reset", "--quiet", "--hard", revision)
+	branch := r.git(t, r.Work, "rev-parse", "--abbrev-ref", "HEAD")
+	r.git(t, r.Work, "push", "--quiet", "--force", "origin", "HEAD:refs/heads/"+branch)
+}
+
 // Tag creates a lightweight tag at HEAD and pushes it.
 func (r *Repo) Tag(t testing.TB, name string) {
 	t.Helper()

@@ -1,0 +1,90 @@
+package reliability
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+// driftlessBinary builds cmd/driftless once per test binary and returns
+// its path.
+var driftlessBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "driftless-reliability-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "driftless")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/driftless/driftless/cmd/driftless").CombinedOutput()
+	if err != nil {
+		return "", &buildError{err: err, out: string(out)}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return "go build cmd/driftless: " + e.err.Error() + "\n" + e.out }
+
+// agentProcess is `driftless agent` as a process of its own, so that a
+// test can SIGKILL it in the middle of a sync.
+type agentProcess struct {
+	cmd *exec.Cmd
+	log string
+}
+
+// startAgentProcess starts the agent binary as agentUser with the flags
+// every test needs; its log goes to a file in the test's directory.
+func startAgentProcess(t *testing.T, cacheDir string) *agentProcess {
+	t.Helper()
+	bin, err := driftlessBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "agent.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, "agent",
+		"--kubeconfig", agentKubeconfig(t),
+		"--namespace", "driftless-system",
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", "0",
+		"--leader-elect=false",
+		"--cache-dir", cacheDir,
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := testenv.StartTied(cmd); err != nil {
+		t.Fatal(err)
+	}
+	a := &agentProcess{cmd: cmd, log: logPath}
+	t.Cleanup(func() { a.kill() })
+	return a
+}
+
+// kill sends SIGKILL: no deferred status write, no graceful shutdown.
+func (a *agentProcess) kill() {
+	if a.cmd.ProcessState != nil {
+		return
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	_ = a.cmd.Wait()
+}
+
+// logTail is the end of the agent's log, for a failing test.
+func (a *agentProcess) logTail() string {
+	data, _ := os.ReadFile(a.log)
+	if len(data) > 4000 {
+		data = data[len(data)-4000:]
+	}
+	return string(data)
+}

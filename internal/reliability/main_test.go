@@ -1,0 +1,247 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/config/crd"
+	"github.com/driftless/driftless/internal/cli"
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+var (
+	env *testenv.Env
+	// c reads and writes as the test (the admin user); the agents under
+	// test run as agentUser, so that the audit log tells them apart.
+	c client.Client
+)
+
+// agentUser is the user the agents run as (group system:masters).
+const agentUser = "driftless-agent"
+
+func TestMain(m *testing.M) {
+	testenv.MainWithOptions(m, &env, testenv.Options{Audit: true}, setup)
+}
+
+func setup(e *testenv.Env) error {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	var err error
+	c, err = client.New(e.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	// The agent installs the Sync CRD too; the tests create Syncs first.
+	def, err := crd.SyncCRD()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	crds := apiextensionsclient.NewForConfigOrDie(e.Config).ApiextensionsV1().CustomResourceDefinitions()
+	if _, err := crds.Create(ctx, def, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("install the Sync CRD: %w", err)
+	}
+	for {
+		got, err := crds.Get(ctx, def.Name, metav1.GetOptions{})
+		if err == nil {
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the Sync CRD is not Established: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// full reports whether the long variants run (make reliability).
+func full() bool { return os.Getenv("RELIABILITY_FULL") != "" }
+
+// agentKubeconfig returns a kubeconfig of agentUser.
+func agentKubeconfig(t *testing.T) string {
+	t.Helper()
+	path, err := env.UserKubeconfig(agentUser, "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// inProcessAgent is `driftless agent` running in the test's process, as
+// agentUser.
+type inProcessAgent struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// startInProcessAgent runs `driftless agent` with args (and the flags
+// every test needs) until the test ends.
+func startInProcessAgent(t *testing.T, args ...string) *inProcessAgent {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &inProcessAgent{cancel: cancel, done: make(chan struct{})}
+	cmd := cli.NewRootCommand(io.Discard, io.Discard)
+	cmd.SetArgs(append([]string{"agent",
+		"--kubeconfig", agentKubeconfig(t),
+		"--namespace", "driftless-system",
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", "0",
+		"--leader-elect=false",
+		"--cache-dir", t.TempDir(),
+	}, args...))
+	go func() {
+		defer close(a.done)
+		a.err = cmd.ExecuteContext(ctx)
+	}()
+	t.Cleanup(func() {
+		a.cancel()
+		select {
+		case <-a.done:
+		case <-time.After(time.Minute):
+			t.Error("the agent still runs a minute after its context was cancelled")
+		}
+	})
+	return a
+}
+
+// newSync creates a Sync of repo's main branch in namespace ns, every
+// second, into ns, letting mutate adjust it.
+func newSync(t *testing.T, ns, name, url string, mutate func(*v1alpha1.Sync)) client.ObjectKey {
+	t.Helper()
+	s := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source:          v1alpha1.Source{Git: v1alpha1.GitSource{URL: url, Branch: "main"}},
+			Interval:        metav1.Duration{Duration: time.Second},
+			TargetNamespace: ns,
+		},
+	}
+	if mutate != nil {
+		mutate(s)
+	}
+	if err := c.Create(context.Background(), s); err != nil {
+		t.Fatalf("create Sync: %v", err)
+	}
+	return client.ObjectKeyFromObject(s)
+}
+
+// eventually polls check until it returns "" and fails the test with its
+// last answer after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		last := check()
+		if last == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; last check: %s", what, timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func getSync(key client.ObjectKey) (*v1alpha1.Sync, error) {
+	var s v1alpha1.Sync
+	err := c.Get(context.Background(), key, &s)
+	return &s, err
+}
+
+// appliedAt checks that the Sync is Ready=True at revision.
+func appliedAt(key client.ObjectKey, revision string) func() string {
+	return func() string {
+		s, err := getSync(key)
+		if err != nil {
+			return err.Error()
+		}
+		ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionTrue || s.Status.LastAppliedRevision != revision {
+			return fmt.Sprintf("Ready = %s, lastAppliedRevision = %q, want True at %s", condString(ready), s.Status.LastAppliedRevision, revision)
+		}
+		return ""
+	}
+}
+
+// failedAt waits until the Sync's last attempt was revision and failed,
+// and returns its Ready condition.
+func failedAt(t *testing.T, key client.ObjectKey, revision string, timeout time.Duration) *metav1.Condition {
+	t.Helper()
+	var ready *metav1.Condition
+	eventually(t, timeout, "the Sync refuses "+revision[:7], func() string {
+		s, err := getSync(key)
+		if err != nil {
+			return err.Error()
+		}
+		ready = meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+		if s.Status.LastAttemptedRevision != revision || ready == nil || ready.Status != metav1.ConditionFalse {
+			return fmt.Sprintf("Ready = %s at attempted revision %q", condString(ready), s.Status.LastAttemptedRevision)
+		}
+		return ""
+	})
+	return ready
+}
+
+func condString(c *metav1.Condition) string {
+	if c == nil {
+		return "<none>"
+	}
+	return fmt.Sprintf("%s/%s %q", c.Status, c.Reason, c.Message)
+}
+
+// forbiddenWrites returns the writes of the agent between from and to
+// other than Events, Leases and Sync status: what a refused commit must
+// never cause.
+func forbiddenWrites(t *testing.T, from, to testenv.AuditMark) []string {
+	t.Helper()
+	writes, err := env.AuditWrites(from, to, agentUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	for _, w := range writes {
+		r := w.ObjectRef
+		switch {
+		case r.Resource == "events":
+		case r.Resource == "leases" && r.APIGroup == "coordination.k8s.io":
+		case r.Resource == "syncs" && r.APIGroup == v1alpha1.GroupVersion.Group && r.Subresource == "status":
+		default:
+			bad = append(bad, w.String())
+		}
+	}
+	return bad
+}
+
+func mark(t *testing.T) testenv.AuditMark {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := env.AuditMark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -1,0 +1,148 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+// downtime is how long a stopped component stays down: 10 s in the fast
+// subset, 30 s with RELIABILITY_FULL.
+func downtime() time.Duration {
+	if full() {
+		return 30 * time.Second
+	}
+	return 10 * time.Second
+}
+
+func configMaps(prefix string, n int, value string) map[string]string {
+	files := map[string]string{}
+	for i := range n {
+		files[fmt.Sprintf("%s-%02d.yaml", prefix, i)] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-%02d\ndata:\n  key: %s\n", prefix, i, value)
+	}
+	return files
+}
+
+// outage stops component, keeps it down for downtime and starts it again.
+func outage(t *testing.T, component string) {
+	t.Helper()
+	start := time.Now()
+	if err := env.ControlPlane.StopComponent(component); err != nil {
+		t.Fatalf("stop %s: %v", component, err)
+	}
+	time.Sleep(downtime()) // the fault itself, not a synchronisation
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := env.ControlPlane.StartComponent(ctx, component); err != nil {
+		t.Fatalf("start %s again: %v", component, err)
+	}
+	t.Logf("%s was down for %s", component, time.Since(start).Round(100*time.Millisecond))
+}
+
+// equalsRevision checks that the labelled ConfigMaps of the Sync are
+// exactly want (name → value), and that its inventory names every one.
+func equalsRevision(t *testing.T, ns string, key client.ObjectKey, want map[string]string) {
+	t.Helper()
+	var list corev1.ConfigMapList
+	if err := c.List(context.Background(), &list, client.InNamespace(ns),
+		client.MatchingLabels{v1alpha1.SyncLabel: key.Namespace + "." + key.Name}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, cm := range list.Items {
+		got[cm.Name] = cm.Data["key"]
+	}
+	for name, value := range want {
+		if got[name] != value {
+			t.Errorf("ConfigMap %s = %q, want %q", name, got[name], value)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("ConfigMap %s is labelled but not in the revision", name)
+		}
+	}
+	s, err := getSync(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inventory []string
+	for _, e := range s.Status.Inventory {
+		inventory = append(inventory, e.ID)
+	}
+	for name := range got {
+		if !slices.ContainsFunc(inventory, func(id string) bool { return strings.HasSuffix(id, "/"+name) }) {
+			t.Errorf("labelled ConfigMap %s is missing from the inventory %v", name, inventory)
+		}
+	}
+}
+
+// The API server stops in the middle of an apply and of a prune and
+// comes back; then etcd restarts. Each time the agent ends with the
+// cluster equal to the new revision and an inventory that names every
+// object carrying the Sync's label.
+func TestAPIServerAndEtcdRestartsMidSync(t *testing.T) {
+	ns := env.Namespace(t)
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "restarts")
+	first := repo.Commit(t, "one object", map[string]string{"seed.yaml": configMapInWave("seed", "0")})
+	key := newSync(t, ns, "restarts", repo.FileURL(), nil)
+	// A slow client, so that a sync of 40 objects takes several seconds
+	// and the API server can be stopped in the middle of it.
+	startInProcessAgent(t, "--kube-api-qps", "8", "--kube-api-burst", "4")
+	eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
+
+	const n = 40
+	files := configMaps("cm", n, "v1")
+	applied := repo.Commit(t, "forty objects", files)
+	eventually(t, time.Minute, "the apply has begun", func() string {
+		if !exists(t, ns, "cm-00") {
+			return "cm-00 not written yet"
+		}
+		return ""
+	})
+	if exists(t, ns, fmt.Sprintf("cm-%02d", n-1)) {
+		t.Log("the apply finished before the API server was stopped; the fault hit the end of the sync")
+	}
+	outage(t, testenv.APIServer)
+	eventually(t, 2*time.Minute, "the apply completes after the API server is back", appliedAt(key, applied))
+	want := map[string]string{"seed": "v1"}
+	for i := range n {
+		want[fmt.Sprintf("cm-%02d", i)] = "v1"
+	}
+	equalsRevision(t, ns, key, want)
+
+	// The next revision drops all forty: stop the API server once the
+	// prune has begun.
+	drop := map[string]string{}
+	for path := range files {
+		drop[path] = ""
+	}
+	pruned := repo.Commit(t, "drop them", drop)
+	eventually(t, time.Minute, "the prune has begun", func() string {
+		for i := range n {
+			if !exists(t, ns, fmt.Sprintf("cm-%02d", i)) {
+				return ""
+			}
+		}
+		return "nothing pruned yet"
+	})
+	outage(t, testenv.APIServer)
+	eventually(t, 2*time.Minute, "the prune completes after the API server is back", appliedAt(key, pruned))
+	equalsRevision(t, ns, key, map[string]string{"seed": "v1"})
+
+	// etcd restarts between two revisions.
+	outage(t, testenv.Etcd)
+	after := repo.Commit(t, "after etcd restarted", map[string]string{"seed.yaml": strings.Replace(configMapInWave("seed", "0"), "key: v1", "key: v2", 1)})
+	eventually(t, 2*time.Minute, "a commit after etcd restarted is applied", appliedAt(key, after))
+	equalsRevision(t, ns, key, map[string]string{"seed": "v2"})
+}
