@@ -53,7 +53,10 @@ type rendered struct {
 	revision   string
 	generation int64
 	variables  string
-	objects    []render.Object
+	// inputs is the digest of the Sync's paths at revision when the
+	// render read nothing else (plain manifests only), else "".
+	inputs  string
+	objects []render.Object
 }
 
 func (s *Store) state(key string) *syncState {
@@ -84,11 +87,29 @@ func (s *Store) Rendered(key string, uid types.UID, revision string, generation 
 	return r.objects, true
 }
 
-// SetRendered caches a render of key.
-func (s *Store) SetRendered(key string, uid types.UID, revision string, generation int64, variables string, objects []render.Object) {
+// RenderedInputs returns the cached render of key if it was made from
+// inputs (see SetRendered) by the same Sync, generation and variables, at
+// any revision: a commit that left the Sync's paths as they were.
+func (s *Store) RenderedInputs(key string, uid types.UID, generation int64, variables, inputs string) ([]render.Object, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	if !ok || inputs == "" {
+		return nil, false
+	}
+	r := st.rendered
+	if r.uid != uid || r.inputs != inputs || r.generation != generation || r.variables != variables || r.objects == nil {
+		return nil, false
+	}
+	return r.objects, true
+}
+
+// SetRendered caches a render of key. inputs is the digest of everything
+// the render read, "" when that is not known.
+func (s *Store) SetRendered(key string, uid types.UID, revision string, generation int64, variables, inputs string, objects []render.Object) {
 	st := s.state(key)
 	s.mu.Lock()
-	st.rendered = rendered{uid: uid, revision: revision, generation: generation, variables: variables, objects: objects}
+	st.rendered = rendered{uid: uid, revision: revision, generation: generation, variables: variables, inputs: inputs, objects: objects}
 	s.mu.Unlock()
 }
 

@@ -458,12 +458,25 @@ func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
 }
 
 // desiredObjects returns the rendered objects of revision, from the Store
-// when neither the revision, the Sync's spec nor its variables changed
-// since the last render.
+// when neither the Sync's inputs, its spec nor its variables changed
+// since the last render: the same revision, or for a render of plain
+// manifests a new revision that left the Sync's paths as they were (a
+// commit to another app of the repository).
 func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable) ([]render.Object, string, error) {
 	key := s.Namespace + "/" + s.Name
 	digest := engine.VariablesDigest(vars)
 	if objects, ok := r.Store.Rendered(key, s.UID, revision, s.Generation, digest); ok {
+		return objects, "", nil
+	}
+	inputs, known, err := r.Mirror().PathsDigest(ctx, req, revision, s.Spec.Paths)
+	if err != nil {
+		return nil, v1alpha1.ReasonFetchFailed, err
+	}
+	if !known {
+		inputs = ""
+	}
+	if objects, ok := r.Store.RenderedInputs(key, s.UID, s.Generation, digest, inputs); ok {
+		r.Store.SetRendered(key, s.UID, revision, s.Generation, digest, inputs, objects)
 		return objects, "", nil
 	}
 	opts := r.RenderOptions
@@ -478,6 +491,21 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	if err != nil {
 		return nil, v1alpha1.ReasonBuildFailed, err
 	}
-	r.Store.SetRendered(key, s.UID, revision, s.Generation, digest, objects)
+	if !plainManifests(objects) {
+		// A kustomization or chart may read files outside the paths.
+		inputs = ""
+	}
+	r.Store.SetRendered(key, s.UID, revision, s.Generation, digest, inputs, objects)
 	return objects, "", nil
+}
+
+// plainManifests reports whether every object came from a manifest file
+// of the Sync's paths, none from a generator that reads other files.
+func plainManifests(objects []render.Object) bool {
+	for _, o := range objects {
+		if o.Origin.From != "" {
+			return false
+		}
+	}
+	return true
 }

@@ -4,12 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source"
 )
 
 // A fleet of Syncs reads one repository: a commit to one app's directory
-// must not send an event from every other Sync. The status still records
+// must not make every other Sync render again, nor send an event. The status still records
 // the revision, and a commit that does change the Sync's objects is told.
 func TestACommitThatChangesNoneOfASyncsObjectsIsRecordedWithoutAnEvent(t *testing.T) {
 	h := newHarness(t)
@@ -21,14 +23,21 @@ func TestACommitThatChangesNoneOfASyncsObjectsIsRecordedWithoutAnEvent(t *testin
 	h.expectReady(h.reconcile("web"))
 
 	untouched := h.repo.Commit(t, "other v2", map[string]string{"other/cm.yaml": strings.ReplaceAll(cm("2"), "web", "other")})
+	before := rendersSoFar(t)
 	s := h.reconcile("web")
 	h.expectReady(s)
+	if got := rendersSoFar(t) - before; got != 0 {
+		t.Errorf("a commit outside the Sync's paths was rendered again (%v renders)", got)
+	}
 	if s.Status.LastAppliedRevision != untouched {
 		t.Fatalf("lastAppliedRevision = %s, want the new commit %s", source.Short(s.Status.LastAppliedRevision), source.Short(untouched))
 	}
 
 	changed := h.repo.Commit(t, "web v2", map[string]string{"web/cm.yaml": cm("2")})
 	h.expectReady(h.reconcile("web"))
+	if got := get(t, "v1", "ConfigMap", h.ns, "web"); got == nil || got.Object["data"].(map[string]any)["v"] != "2" {
+		t.Errorf("the commit to the Sync's paths was not applied: %v", got)
+	}
 	// Events are sent in order: once the last one is there, the one for
 	// the untouched commit would be too.
 	notes := eventsFor(t, h.ns, "web", "applied "+source.Short(changed))
@@ -37,4 +46,13 @@ func TestACommitThatChangesNoneOfASyncsObjectsIsRecordedWithoutAnEvent(t *testin
 			t.Errorf("an event was sent for a commit that changed none of the Sync's objects: %q", n)
 		}
 	}
+}
+
+func rendersSoFar(t *testing.T) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := renders.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }

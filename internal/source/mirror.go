@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -204,28 +206,113 @@ func mirrorKey(req Request) string {
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 
+// commit returns revision's commit, fetching the ref's tip if the mirror
+// lacks it; nil if the tip is not revision any more (the ref moved on
+// since revision was resolved: the mirror fetches tips only). r.mu is held.
+func (m *Mirror) commit(ctx context.Context, r *mirrored, req Request, revision string) (*object.Commit, error) {
+	hash := plumbing.NewHash(revision)
+	if commit, err := r.repo.CommitObject(hash); err == nil {
+		return commit, nil
+	}
+	if err := m.fetch(ctx, r, req); err != nil {
+		return nil, err
+	}
+	commit, err := r.repo.CommitObject(hash)
+	if err != nil {
+		return nil, nil
+	}
+	return commit, nil
+}
+
+// PathsDigest returns a digest of what paths hold at revision of req:
+// equal digests at two revisions mean the files under paths are the same.
+// It fetches revision if the mirror lacks it. It reports false when it
+// cannot tell: the revision is not in the mirror's tips, or a symbolic
+// link under paths may lead to a file outside them.
+func (m *Mirror) PathsDigest(ctx context.Context, req Request, revision string, paths []string) (string, bool, error) {
+	if !plumbing.IsHash(revision) {
+		return "", false, fmt.Errorf("revision %q is not a full commit hash", revision)
+	}
+	r, err := m.repo(req)
+	if err != nil {
+		return "", false, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	commit, err := m.commit(ctx, r, req, revision)
+	if err != nil || commit == nil {
+		return "", false, err
+	}
+	root, err := commit.Tree()
+	if err != nil {
+		return "", false, nil
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	h := sha256.New()
+	for _, p := range paths {
+		p = path.Clean(strings.TrimPrefix(p, "/"))
+		fmt.Fprintf(h, "%d:%s=", len(p), p)
+		if p == "." {
+			if hasSymlink(root) {
+				return "", false, nil
+			}
+			h.Write(root.Hash[:])
+			continue
+		}
+		entry, err := root.FindEntry(p)
+		if err != nil {
+			h.Write([]byte("absent;"))
+			continue
+		}
+		switch entry.Mode {
+		case filemode.Symlink, filemode.Submodule:
+			return "", false, nil
+		case filemode.Dir:
+			sub, err := root.Tree(p)
+			if err != nil || hasSymlink(sub) {
+				return "", false, nil
+			}
+		}
+		h.Write(entry.Hash[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)), true, nil
+}
+
+// hasSymlink reports whether t holds a symbolic link at any depth.
+func hasSymlink(t *object.Tree) bool {
+	w := object.NewTreeWalker(t, true, nil)
+	defer w.Close()
+	for {
+		_, entry, err := w.Next()
+		if err != nil {
+			return err != io.EOF
+		}
+		if entry.Mode == filemode.Symlink {
+			return true
+		}
+	}
+}
+
 // write fetches revision if the mirror lacks it and writes its files into
 // dir.
 func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, dir string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	hash := plumbing.NewHash(revision)
-	commit, err := r.repo.CommitObject(hash)
+	commit, err := m.commit(ctx, r, req, revision)
 	if err != nil {
-		if err := m.fetch(ctx, r, req); err != nil {
+		return err
+	}
+	if commit == nil {
+		// Clone the history that holds revision.
+		m.fetches.Add(1)
+		history := Request{URL: req.URL, Ref: Ref{Commit: revision}, Credentials: req.Credentials}
+		if _, err := Checkout(ctx, history, revision, dir); err != nil {
 			return err
 		}
-		if commit, err = r.repo.CommitObject(hash); err != nil {
-			// The ref moved on since revision was resolved, and the mirror
-			// fetches tips only: clone the history that holds revision.
-			m.fetches.Add(1)
-			history := Request{URL: req.URL, Ref: Ref{Commit: revision}, Credentials: req.Credentials}
-			if _, err := Checkout(ctx, history, revision, dir); err != nil {
-				return err
-			}
-			m.trees.Add(1)
-			return nil
-		}
+		m.trees.Add(1)
+		return nil
 	}
 	files, err := commit.Files()
 	if err != nil {

@@ -177,3 +177,50 @@ func TestMirrorsAreSeparatePerCredentials(t *testing.T) {
 		}
 	}
 }
+
+func TestMirrorPathsDigestChangesOnlyWithThePaths(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	req := Request{URL: repo.FileURL(), Ref: Ref{Branch: "main"}}
+	m := &Mirror{Dir: t.TempDir()}
+	digest := func(rev string, paths ...string) string {
+		t.Helper()
+		d, ok, err := m.PathsDigest(context.Background(), req, rev, paths)
+		if err != nil || !ok {
+			t.Fatalf("digest of %v at %s: %q, %v, %v", paths, Short(rev), d, ok, err)
+		}
+		return d
+	}
+	first := repo.Commit(t, "first", map[string]string{"apps/a/app.yaml": "v: 1\n", "apps/b/app.yaml": "v: 1\n", "root.yaml": "v: 1\n"})
+	a := digest(first, "apps/a")
+	other := repo.Commit(t, "b changes", map[string]string{"apps/b/app.yaml": "v: 2\n", "root.yaml": "v: 2\n"})
+	if digest(other, "apps/a") != a {
+		t.Error("a commit outside apps/a changed its digest")
+	}
+	if digest(other, "apps/b") == digest(first, "apps/b") {
+		t.Error("a commit to apps/b left its digest as it was")
+	}
+	added := repo.Commit(t, "a gains a file", map[string]string{"apps/a/more.yaml": "v: 1\n"})
+	if digest(added, "apps/a") == a {
+		t.Error("a file added under apps/a left its digest as it was")
+	}
+	if digest(added, "apps/a", "apps/b") == digest(added, "apps/b", "apps/a") {
+		t.Error("the digest does not tell the paths' order apart (the render's order follows it)")
+	}
+	if digest(added, "missing") == digest(added, "apps/a") {
+		t.Error("a missing path digests like a present one")
+	}
+
+	// A symbolic link may lead anywhere in the repository: the digest
+	// cannot tell, and says so.
+	if err := os.Symlink("../../root.yaml", filepath.Join(repo.Work, "apps/a/link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	linked := repo.Commit(t, "a links out", nil)
+	if _, ok, err := m.PathsDigest(context.Background(), req, linked, []string{"apps/a"}); ok || err != nil {
+		t.Errorf("a path holding a symbolic link was digested (ok=%v, err=%v)", ok, err)
+	}
+	if _, ok, _ := m.PathsDigest(context.Background(), req, linked, []string{"apps/b"}); !ok {
+		t.Error("a path without symbolic links was not digested")
+	}
+}
