@@ -20,7 +20,7 @@ type SigningKey struct {
 	// fingerprint of an SSH key, the 16-digit key ID of an OpenPGP key.
 	ID string
 	// Path is the file of an SSH private key (its public key is Path.pub).
-	Path string
+	Path   string
 	config []string // git -c options that sign with the key
 	env    []string
 }
