@@ -188,7 +188,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	}
 	req, err := engine.SourceRequest(ctx, r.Reader, s)
 	if err != nil {
-		return fail(v1alpha1.ReasonFetchFailed, err)
+		return fail(engine.FetchReason(err), err)
 	}
 	o.revision, err = source.Resolve(ctx, req)
 	if err != nil {

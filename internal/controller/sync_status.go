@@ -56,6 +56,9 @@ var stalledReasons = map[string]bool{
 	v1alpha1.ReasonPruneRefused:     true,
 	v1alpha1.ReasonInvalidSpec:      true,
 	v1alpha1.ReasonDependencyCycle:  true,
+	// A revision without a trusted signature stays refused until a
+	// signed one comes or the trusted keys change.
+	v1alpha1.ReasonVerificationFailed: true,
 }
 
 // maxMessage keeps condition and event messages within what the API
