@@ -49,7 +49,7 @@ type sshsigBlob struct {
 // parseSSHSignature reads an armored SSH signature.
 func parseSSHSignature(armored string) (*sshSignature, error) {
 	body := strings.TrimSpace(armored)
-	if !strings.HasPrefix(body, sshsigBegin) || !strings.HasSuffix(body, sshsigEnd) {
+	if len(body) < len(sshsigBegin)+len(sshsigEnd) || !strings.HasPrefix(body, sshsigBegin) || !strings.HasSuffix(body, sshsigEnd) {
 		return nil, errors.New("not an armored SSH signature")
 	}
 	body = strings.Join(strings.Fields(body[len(sshsigBegin):len(body)-len(sshsigEnd)]), "")

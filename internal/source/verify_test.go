@@ -52,29 +52,24 @@ func checkout(t *testing.T, req Request) (string, error) {
 	return dir, err
 }
 
-func TestCheckoutVerifiesTheCommitSignature(t *testing.T) {
-	srv := testenv.NewGitServer(t)
-	sshKey, otherSSH := testenv.NewSSHSigningKey(t), testenv.NewSSHSigningKey(t)
-	gpgKey, otherGPG := testenv.NewGPGSigningKey(t), testenv.NewGPGSigningKey(t)
-	files := map[string]string{"app.yaml": "v: 1\n"}
+// verifyCase is one commit checked out with verification.
+type verifyCase struct {
+	name string
+	// commit makes the commit to check out in repo.
+	commit  func(t *testing.T, repo *testenv.Repo) string
+	trusted map[string][]byte
+	// wants are in the error; none means the checkout succeeds.
+	wants []string
+}
 
-	cases := []struct {
-		name string
-		// commit makes the commit to check out in repo.
-		commit  func(t *testing.T, repo *testenv.Repo) string
-		trusted map[string][]byte
-		// wants are in the error; none means the checkout succeeds.
-		wants []string
-	}{
+func TestCheckoutVerifiesSSHSignedCommits(t *testing.T) {
+	sshKey, otherSSH := testenv.NewSSHSigningKey(t), testenv.NewSSHSigningKey(t)
+	files := map[string]string{"app.yaml": "v: 1\n"}
+	runVerifyCases(t, []verifyCase{
 		{
 			name:    "a commit signed by a trusted SSH key is checked out",
 			commit:  func(t *testing.T, r *testenv.Repo) string { return r.SignedCommit(t, sshKey, "signed", files) },
 			trusted: trust(otherSSH, sshKey),
-		},
-		{
-			name:    "a commit signed by a trusted OpenPGP key is checked out",
-			commit:  func(t *testing.T, r *testenv.Repo) string { return r.SignedCommit(t, gpgKey, "signed", files) },
-			trusted: trust(sshKey, otherGPG, gpgKey),
 		},
 		{
 			name:    "an unsigned commit is refused",
@@ -85,14 +80,8 @@ func TestCheckoutVerifiesTheCommitSignature(t *testing.T) {
 		{
 			name:    "a commit signed by an SSH key not in allowed_signers is refused, naming the key's fingerprint",
 			commit:  func(t *testing.T, r *testenv.Repo) string { return r.SignedCommit(t, otherSSH, "signed", files) },
-			trusted: trust(sshKey, gpgKey),
+			trusted: trust(sshKey),
 			wants:   []string{"is signed by SSH key " + otherSSH.ID, "not trusted", "add the key to trusted-keys/allowed_signers or sign the commit with a trusted key"},
-		},
-		{
-			name:    "a commit signed by an unknown OpenPGP key is refused, naming the key ID",
-			commit:  func(t *testing.T, r *testenv.Repo) string { return r.SignedCommit(t, otherGPG, "signed", files) },
-			trusted: trust(sshKey, gpgKey),
-			wants:   []string{"is signed by OpenPGP key " + otherGPG.ID, "not trusted", "*.asc"},
 		},
 		{
 			name: "an SSH-signed commit whose message was changed after signing is refused",
@@ -101,14 +90,6 @@ func TestCheckoutVerifiesTheCommitSignature(t *testing.T) {
 			},
 			trusted: trust(sshKey),
 			wants:   []string{"signature by SSH key " + sshKey.ID, "does not match its content"},
-		},
-		{
-			name: "an OpenPGP-signed commit whose message was changed after signing is refused",
-			commit: func(t *testing.T, r *testenv.Repo) string {
-				return tamper(t, r, r.SignedCommit(t, gpgKey, "deploy v1", files), "deploy v1", "deploy v666")
-			},
-			trusted: trust(gpgKey),
-			wants:   []string{"signature by OpenPGP key " + gpgKey.ID, "does not verify"},
 		},
 		{
 			name:    "a key that allowed_signers trusts only for other namespaces is refused",
@@ -126,7 +107,37 @@ func TestCheckoutVerifiesTheCommitSignature(t *testing.T) {
 			commit:  func(t *testing.T, r *testenv.Repo) string { return r.SignedCommit(t, sshKey, "signed", files) },
 			trusted: map[string][]byte{AllowedSignersKey: []byte(`"a@example.com,b@example.com" ` + strings.SplitN(sshKey.AllowedSigner, " ", 2)[1] + "\n")},
 		},
-	}
+	})
+}
+
+func TestCheckoutVerifiesOpenPGPSignedCommits(t *testing.T) {
+	gpgKey, otherGPG, sshKey := testenv.NewGPGSigningKey(t), testenv.NewGPGSigningKey(t), testenv.NewSSHSigningKey(t)
+	files := map[string]string{"app.yaml": "v: 1\n"}
+	runVerifyCases(t, []verifyCase{
+		{
+			name:    "a commit signed by a trusted OpenPGP key is checked out",
+			commit:  func(t *testing.T, r *testenv.Repo) string { return r.SignedCommit(t, gpgKey, "signed", files) },
+			trusted: trust(sshKey, otherGPG, gpgKey),
+		},
+		{
+			name:    "a commit signed by an unknown OpenPGP key is refused, naming the key ID",
+			commit:  func(t *testing.T, r *testenv.Repo) string { return r.SignedCommit(t, otherGPG, "signed", files) },
+			trusted: trust(sshKey, gpgKey),
+			wants:   []string{"is signed by OpenPGP key " + otherGPG.ID, "not trusted", "*.asc"},
+		},
+		{
+			name: "an OpenPGP-signed commit whose message was changed after signing is refused",
+			commit: func(t *testing.T, r *testenv.Repo) string {
+				return tamper(t, r, r.SignedCommit(t, gpgKey, "deploy v1", files), "deploy v1", "deploy v666")
+			},
+			trusted: trust(gpgKey),
+			wants:   []string{"signature by OpenPGP key " + gpgKey.ID, "does not verify"},
+		},
+	})
+}
+
+func runVerifyCases(t *testing.T, cases []verifyCase) {
+	srv := testenv.NewGitServer(t)
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := srv.NewRepo(t, "fleet"+string(rune('a'+i)))
@@ -156,11 +167,10 @@ func TestCheckoutVerifiesTheCommitSignature(t *testing.T) {
 
 func TestCheckoutVerifiesTheAnnotatedTag(t *testing.T) {
 	srv := testenv.NewGitServer(t)
-	sshKey, otherSSH, gpgKey := testenv.NewSSHSigningKey(t), testenv.NewSSHSigningKey(t), testenv.NewGPGSigningKey(t)
+	sshKey, otherSSH := testenv.NewSSHSigningKey(t), testenv.NewSSHSigningKey(t)
 	repo := srv.NewRepo(t, "fleet")
 	rev := repo.Commit(t, "unsigned commit", map[string]string{"app.yaml": "v: 1\n"})
 	repo.SignedTag(t, sshKey, "ssh-signed")
-	repo.SignedTag(t, gpgKey, "gpg-signed")
 	repo.SignedTag(t, otherSSH, "signed-by-other")
 	repo.SignedTag(t, nil, "unsigned")
 	repo.Tag(t, "lightweight")
@@ -170,7 +180,6 @@ func TestCheckoutVerifiesTheAnnotatedTag(t *testing.T) {
 		wants []string
 	}{
 		{tag: "ssh-signed"},
-		{tag: "gpg-signed"},
 		{tag: "signed-by-other", wants: []string{"tag signed-by-other (commit " + Short(rev) + ") is signed by SSH key " + otherSSH.ID, "sign the tag with a trusted key"}},
 		{tag: "unsigned", wants: []string{"tag unsigned (commit " + Short(rev) + ") is not signed"}},
 		{tag: "lightweight", wants: []string{"tag lightweight is a lightweight tag, which cannot be signed", "git tag -s lightweight"}},
@@ -181,7 +190,7 @@ func TestCheckoutVerifiesTheAnnotatedTag(t *testing.T) {
 			name = "tag " + tc.tag + " is refused"
 		}
 		t.Run(name, func(t *testing.T) {
-			req := Request{URL: repo.FileURL(), Ref: Ref{Tag: tc.tag}, Verify: verification(t, VerifyTag, trust(sshKey, gpgKey))}
+			req := Request{URL: repo.FileURL(), Ref: Ref{Tag: tc.tag}, Verify: verification(t, VerifyTag, trust(sshKey))}
 			_, err := checkout(t, req)
 			if len(tc.wants) == 0 {
 				if err != nil {
@@ -198,6 +207,17 @@ func TestCheckoutVerifiesTheAnnotatedTag(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestCheckoutVerifiesAnOpenPGPSignedTag(t *testing.T) {
+	gpgKey := testenv.NewGPGSigningKey(t)
+	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
+	repo.Commit(t, "unsigned commit", map[string]string{"app.yaml": "v: 1\n"})
+	repo.SignedTag(t, gpgKey, "v1")
+	req := Request{URL: repo.FileURL(), Ref: Ref{Tag: "v1"}, Verify: verification(t, VerifyTag, trust(gpgKey))}
+	if _, err := checkout(t, req); err != nil {
+		t.Fatalf("checkout of a tag signed by a trusted OpenPGP key refused: %v", err)
 	}
 }
 
@@ -299,6 +319,14 @@ func TestParseTrustedKeysRefusesWhatItCannotHonour(t *testing.T) {
 	}
 }
 
+func TestParseTrustedKeysRefusesAPrivateOpenPGPKey(t *testing.T) {
+	key := testenv.NewGPGSigningKey(t)
+	_, err := ParseTrustedKeys("trusted-keys", map[string][]byte{"leaked.asc": []byte(key.ArmoredPrivate(t))})
+	if err == nil || !strings.Contains(err.Error(), "leaked.asc holds a private key") {
+		t.Fatalf("got %v, want a refusal naming the entry", err)
+	}
+}
+
 // withOptions returns key's allowed_signers line with options between
 // the principals and the key.
 func withOptions(key *testenv.SigningKey, options string) string {
@@ -332,7 +360,7 @@ func tamper(t *testing.T, repo *testenv.Repo, rev, old, new string) string {
 }
 
 // sshSign signs message with ssh-keygen in namespace.
-func sshSign(t *testing.T, key *testenv.SigningKey, namespace string, message []byte) string {
+func sshSign(t testing.TB, key *testenv.SigningKey, namespace string, message []byte) string {
 	t.Helper()
 	cmd := exec.Command("ssh-keygen", "-q", "-Y", "sign", "-f", key.Path, "-n", namespace)
 	cmd.Stdin = strings.NewReader(string(message))

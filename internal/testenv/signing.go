@@ -76,6 +76,13 @@ func NewGPGSigningKey(t testing.TB) *SigningKey {
 	}
 }
 
+// ArmoredPrivate exports the private part of an OpenPGP key, for tests
+// that check it is refused where only public keys belong.
+func (k *SigningKey) ArmoredPrivate(t testing.TB) string {
+	t.Helper()
+	return run(t, k.env, "gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", "", "--armor", "--export-secret-keys", k.ID)
+}
+
 // SignedCommit is Commit with the commit signed by key.
 func (r *Repo) SignedCommit(t testing.TB, key *SigningKey, message string, files map[string]string) string {
 	t.Helper()
