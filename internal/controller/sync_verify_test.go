@@ -183,3 +183,22 @@ func TestTagModeWithoutATagIsRefusedByTheAPI(t *testing.T) {
 		t.Fatalf("create returned %v, want a refusal", err)
 	}
 }
+
+func TestTurningVerificationOnChecksTheRevisionAlreadyApplied(t *testing.T) {
+	// The revision is applied and its render cached; adding verify must
+	// not trust it for being there already.
+	h := newHarness(t)
+	h.trustedKeys(map[string][]byte{source.AllowedSignersKey: []byte(testenv.NewSSHSigningKey(t).AllowedSigner + "\n")})
+	rev := h.repo.Commit(t, "unsigned", map[string]string{"app/web.yaml": configMap("web", "v1")})
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+	s := h.reconcile("fleet")
+	h.expectReady(s)
+
+	verifyWith(v1alpha1.VerifyHEAD)(s)
+	if err := c.Update(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	s = h.reconcile("fleet")
+	h.expectFailed(s, v1alpha1.ReasonVerificationFailed, "commit "+source.Short(rev)+" is not signed")
+	h.expectStalled(s, v1alpha1.ReasonVerificationFailed)
+}
