@@ -188,7 +188,7 @@ func (k *TrustedKeys) checkSSH(what, sign, armored string, message []byte) error
 	}
 	signer := fmt.Sprintf("SSH key %s (%s)", ssh.FingerprintSHA256(sig.key), sig.key.Type())
 	if err := sig.verify(message); err != nil {
-		return unverified("%s has a signature by %s that does not match its content (changed after signing, or corrupt: %w): %s again", what, signer, err, sign)
+		return unverified("%s has a signature by %s that does not match its content (changed after signing, or corrupt: %w): %s", what, signer, err, strings.Replace(sign, " with ", " again with ", 1))
 	}
 	if sig.namespace != gitNamespace {
 		return unverified("%s is signed by %s in namespace %q, not %q: %s using git", what, signer, sig.namespace, gitNamespace, sign)
@@ -225,7 +225,7 @@ func (k *TrustedKeys) checkPGP(what, sign, armored string, message []byte) error
 		return unverified("%s is signed by %s, which is not trusted: add its armored public key to Secret %s as a *%s entry, or %s",
 			what, signer, k.secret, PGPKeySuffix, sign)
 	}
-	return unverified("%s has a signature by %s that does not verify (%w): %s again", what, signer, err, sign)
+	return unverified("%s has a signature by %s that does not verify (%w): %s", what, signer, err, strings.Replace(sign, " with ", " again with ", 1))
 }
 
 // pgpIssuer returns the key ID (16 hex digits) the armored signature
