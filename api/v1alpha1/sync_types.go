@@ -43,6 +43,9 @@ const (
 	// names no spec.serviceAccountName and the agent has no
 	// --default-service-account, so it has no identity to apply with.
 	ReasonServiceAccountRequired = "ServiceAccountRequired"
+	// ReasonVerificationFailed: the revision (or its tag) is not signed
+	// by a key of spec.source.git.verify, or those keys cannot be read.
+	ReasonVerificationFailed = "VerificationFailed"
 )
 
 // Event reasons of a Sync's deletion (see SyncSpec.DeletionPolicy).
@@ -91,6 +94,7 @@ const (
 // GitSource is a git repository and the ref to follow in it. Exactly one
 // of Branch, Tag and Commit may be set; with none, Branch "master" is used.
 // +kubebuilder:validation:XValidation:rule="(has(self.branch) ? 1 : 0) + (has(self.tag) ? 1 : 0) + (has(self.commit) ? 1 : 0) <= 1",message="set at most one of branch, tag and commit"
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.verify.mode) || self.verify.mode != 'Tag' || has(self.tag)",message="verify mode Tag needs a tag to follow: set spec.source.git.tag"
 type GitSource struct {
 	// URL of the repository: ssh://, https://, http://, git:// or file://
 	// (file:// only for Syncs in the agent's namespace, unless the agent
@@ -119,6 +123,38 @@ type GitSource struct {
 	// refused.
 	// +optional
 	InsecureSkipHostKeyCheck bool `json:"insecureSkipHostKeyCheck,omitempty"`
+	// Verify, when set, refuses any revision that is not signed by a
+	// trusted key: nothing of it is rendered or applied, and the Sync is
+	// Stalled with reason VerificationFailed until a signed revision comes.
+	// +optional
+	Verify *GitVerification `json:"verify,omitempty"`
+}
+
+// VerificationMode says which git object must carry the signature.
+// +kubebuilder:validation:Enum=HEAD;Tag
+type VerificationMode string
+
+// Verification modes.
+const (
+	// VerifyHEAD checks the signature of the commit to be applied.
+	VerifyHEAD VerificationMode = "HEAD"
+	// VerifyTag checks the signature of the annotated tag the Sync
+	// follows (spec.source.git.tag); a lightweight tag is refused.
+	VerifyTag VerificationMode = "Tag"
+)
+
+// GitVerification says which keys a revision must be signed with.
+type GitVerification struct {
+	// Mode is HEAD (the commit must be signed) or Tag (the annotated tag
+	// in spec.source.git.tag must be signed).
+	// +kubebuilder:default=HEAD
+	// +optional
+	Mode VerificationMode `json:"mode,omitempty"`
+	// SecretRef names a Secret in the Sync's namespace holding the
+	// trusted keys: "allowed_signers" (OpenSSH allowed signers format) for
+	// SSH signatures and any "*.asc" keys (armored OpenPGP public keys)
+	// for GPG signatures.
+	SecretRef LocalObjectReference `json:"secretRef"`
 }
 
 // DependencyReference names a Sync; the namespace defaults to the

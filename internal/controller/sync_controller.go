@@ -246,7 +246,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 	req, err := engine.SourceRequest(ctx, r.Reader, s)
 	if err != nil {
-		return fail(v1alpha1.ReasonFetchFailed, err)
+		return fail(engine.FetchReason(err), err)
 	}
 	o.revision, err = source.Resolve(ctx, req)
 	if err != nil {

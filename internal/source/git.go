@@ -48,6 +48,9 @@ type Request struct {
 	URL         string
 	Ref         Ref
 	Credentials Credentials
+	// Verify, when set, makes Checkout refuse a revision without a
+	// trusted signature.
+	Verify *Verification
 }
 
 // Short is the first 7 characters of a revision.
@@ -101,8 +104,13 @@ func Resolve(ctx context.Context, req Request) (string, error) {
 // Checkout makes dir a checkout of revision of req, reusing it when it
 // already holds that revision. It returns the checked-out revision. For
 // branches and tags it fetches only the one commit (shallow).
+//
+// With req.Verify set, a revision without the trusted signature it asks
+// for is refused with a *VerificationError, and dir is left as it was:
+// nothing of the refused revision is written there.
 func Checkout(ctx context.Context, req Request, revision, dir string) (string, error) {
-	if head, err := headOf(dir); err == nil && head == revision {
+	if head, err := headOf(dir); err == nil && head == revision &&
+		(req.Verify == nil || req.Verify.verifyCheckout(dir, req.Ref, revision) == nil) {
 		return revision, nil
 	}
 	auth, err := req.Credentials.authMethod(req.URL)
@@ -126,6 +134,12 @@ func Checkout(ctx context.Context, req Request, revision, dir string) (string, e
 	if err != nil {
 		os.RemoveAll(tmp)
 		return "", fetchError(req, err)
+	}
+	if req.Verify != nil {
+		if err := req.Verify.verifyRevision(repo, req.Ref, revision); err != nil {
+			os.RemoveAll(tmp)
+			return "", err
+		}
 	}
 	head, err := repo.Head()
 	if err != nil {

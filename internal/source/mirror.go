@@ -153,7 +153,48 @@ func (m *Mirror) Checkout(ctx context.Context, req Request, revision string) (Tr
 		release()
 		return Tree{}, t.err
 	}
+	if err := m.verify(ctx, r, req, revision); err != nil {
+		release()
+		return Tree{}, err
+	}
 	return Tree{Dir: t.dir, Revision: revision, release: release}, nil
+}
+
+// verify checks the signature req.Verify asks for on revision, for this
+// reader: trees are shared by readers that verify and readers that do
+// not, and by readers that trust different keys.
+func (m *Mirror) verify(ctx context.Context, r *mirrored, req Request, revision string) error {
+	if req.Verify == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	commit, err := m.commit(ctx, r, req, revision)
+	if err != nil {
+		return err
+	}
+	if commit == nil {
+		return fmt.Errorf("fetch %s: %s moved on since it was resolved at %s: it is fetched again at the next sync", Redact(req.URL), req.Ref, Short(revision))
+	}
+	if req.Verify.Mode == VerifyTag {
+		// The mirror may hold the commit through a branch, not the tag.
+		if ref, err := r.repo.Reference(plumbing.NewTagReferenceName(req.Ref.Tag), false); err != nil || !m.tagPointsAt(r, ref.Hash(), revision) {
+			if err := m.fetch(ctx, r, req); err != nil {
+				return err
+			}
+		}
+	}
+	return req.Verify.verifyRevision(r.repo, req.Ref, revision)
+}
+
+// tagPointsAt reports whether the tag or commit object hash is, or
+// points at, revision. r.mu is held.
+func (m *Mirror) tagPointsAt(r *mirrored, hash plumbing.Hash, revision string) bool {
+	if hash.String() == revision {
+		return true
+	}
+	t, err := r.repo.TagObject(hash)
+	return err == nil && t.Target.String() == revision
 }
 
 // repo returns the mirror of req's repository and credentials, making it
@@ -224,7 +265,8 @@ func (m *Mirror) commit(ctx context.Context, r *mirrored, req Request, revision 
 	return commit, nil
 }
 
-// PathsDigest returns a digest of what paths hold at revision of req:
+// PathsDigest returns a digest of what paths hold at revision of req, once
+// the signature req.Verify asks for is checked:
 // equal digests at two revisions mean the files under paths are the same.
 // It fetches revision if the mirror lacks it. It reports false when it
 // cannot tell: the revision is not in the mirror's tips, or a symbolic
@@ -241,6 +283,12 @@ func (m *Mirror) PathsDigest(ctx context.Context, req Request, revision string, 
 	defer r.mu.Unlock()
 	commit, err := m.commit(ctx, r, req, revision)
 	if err != nil || commit == nil {
+		return "", false, err
+	}
+	r.mu.Unlock()
+	err = m.verify(ctx, r, req, revision)
+	r.mu.Lock()
+	if err != nil {
 		return "", false, err
 	}
 	root, err := commit.Tree()
@@ -307,7 +355,7 @@ func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, 
 	if commit == nil {
 		// Clone the history that holds revision.
 		m.fetches.Add(1)
-		history := Request{URL: req.URL, Ref: Ref{Commit: revision}, Credentials: req.Credentials}
+		history := Request{URL: req.URL, Ref: Ref{Commit: revision}, Credentials: req.Credentials, Verify: req.Verify}
 		if _, err := Checkout(ctx, history, revision, dir); err != nil {
 			return err
 		}

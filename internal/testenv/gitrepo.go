@@ -45,6 +45,12 @@ func (r *Repo) FileURL() string { return "file://" + r.Bare }
 // branch and returns the new commit's hash.
 func (r *Repo) Commit(t testing.TB, message string, files map[string]string) string {
 	t.Helper()
+	return r.commit(t, nil, message, files)
+}
+
+// commit is Commit, signed with signing when it is not nil.
+func (r *Repo) commit(t testing.TB, signing *SigningKey, message string, files map[string]string) string {
+	t.Helper()
 	for path, content := range files {
 		full := filepath.Join(r.Work, filepath.FromSlash(path))
 		if content == "" {
@@ -61,7 +67,11 @@ func (r *Repo) Commit(t testing.TB, message string, files map[string]string) str
 		}
 	}
 	r.git(t, r.Work, "add", "--all")
-	r.git(t, r.Work, "commit", "--quiet", "--allow-empty", "--message", message)
+	if signing != nil {
+		r.gitSigned(t, signing, "commit", "--quiet", "--allow-empty", "-S", "--message", message)
+	} else {
+		r.git(t, r.Work, "commit", "--quiet", "--allow-empty", "--message", message)
+	}
 	branch := r.git(t, r.Work, "rev-parse", "--abbrev-ref", "HEAD")
 	r.git(t, r.Work, "push", "--quiet", "origin", "HEAD:refs/heads/"+branch)
 	return r.git(t, r.Work, "rev-parse", "HEAD")

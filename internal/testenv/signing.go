@@ -1,0 +1,129 @@
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// SigningKey is a key git signs commits and tags with: an ed25519 SSH key
+// made by ssh-keygen, or an OpenPGP key in its own GnuPG home.
+type SigningKey struct {
+	// AllowedSigner is, for an SSH key, its line for an allowed_signers
+	// file.
+	AllowedSigner string
+	// ArmoredPublic is, for an OpenPGP key, its armored public key.
+	ArmoredPublic string
+	// ID is what a verifier reports as the signer: the SHA256:…
+	// fingerprint of an SSH key, the 16-digit key ID of an OpenPGP key.
+	ID string
+	// Path is the file of an SSH private key (its public key is Path.pub).
+	Path   string
+	config []string // git -c options that sign with the key
+	env    []string
+}
+
+// NewSSHSigningKey makes an ed25519 key with ssh-keygen.
+func NewSSHSigningKey(t testing.TB) *SigningKey {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "signing")
+	run(t, nil, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test@driftless.dev", "-f", path)
+	pub, err := os.ReadFile(path + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(run(t, nil, "ssh-keygen", "-l", "-E", "sha256", "-f", path+".pub"))
+	return &SigningKey{
+		AllowedSigner: "test@driftless.dev " + strings.TrimSpace(string(pub)),
+		ID:            fields[1],
+		Path:          path,
+		config:        []string{"-c", "gpg.format=ssh", "-c", "user.signingkey=" + path + ".pub"},
+	}
+}
+
+// NewGPGSigningKey makes an ed25519 OpenPGP key in a GnuPG home of its
+// own, whose agent is stopped at the end of the test. It skips the test
+// when gpg is not installed.
+func NewGPGSigningKey(t testing.TB) *SigningKey {
+	t.Helper()
+	if _, err := exec.LookPath("gpg"); err != nil {
+		t.Skip("gpg is not installed: OpenPGP signatures are not tested")
+	}
+	// A short path: gpg-agent's socket lives in the home directory.
+	home, err := os.MkdirTemp("", "gpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"GNUPGHOME=" + home}
+	t.Cleanup(func() {
+		exec.Command("gpgconf", "--homedir", home, "--kill", "all").Run()
+		os.RemoveAll(home)
+	})
+	run(t, env, "gpg", "--batch", "--quiet", "--passphrase", "", "--quick-gen-key", "driftless test <test@driftless.dev>", "ed25519", "sign", "never")
+	var fpr string
+	for _, line := range strings.Split(run(t, env, "gpg", "--batch", "--with-colons", "--list-keys"), "\n") {
+		if f := strings.Split(line, ":"); f[0] == "fpr" && fpr == "" {
+			fpr = f[9]
+		}
+	}
+	return &SigningKey{
+		ArmoredPublic: run(t, env, "gpg", "--batch", "--armor", "--export", fpr),
+		ID:            fpr[len(fpr)-16:],
+		config:        []string{"-c", "gpg.format=openpgp", "-c", "gpg.program=gpg", "-c", "user.signingkey=" + fpr},
+		env:           env,
+	}
+}
+
+// ArmoredPrivate exports the private part of an OpenPGP key, for tests
+// that check it is refused where only public keys belong.
+func (k *SigningKey) ArmoredPrivate(t testing.TB) string {
+	t.Helper()
+	return run(t, k.env, "gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", "", "--armor", "--export-secret-keys", k.ID)
+}
+
+// SignedCommit is Commit with the commit signed by key.
+func (r *Repo) SignedCommit(t testing.TB, key *SigningKey, message string, files map[string]string) string {
+	t.Helper()
+	return r.commit(t, key, message, files)
+}
+
+// SignedTag creates an annotated tag at HEAD signed by key, or, with a nil
+// key, an unsigned annotated tag, and pushes it.
+func (r *Repo) SignedTag(t testing.TB, key *SigningKey, name string) {
+	t.Helper()
+	if key == nil {
+		r.git(t, r.Work, "tag", "--annotate", "--message", "release "+name, name)
+	} else {
+		r.gitSigned(t, key, "tag", "--sign", "--message", "release "+name, name)
+	}
+	r.git(t, r.Work, "push", "--quiet", "--force", "origin", "refs/tags/"+name)
+}
+
+// gitSigned runs git in the working clone with the options that sign with key.
+func (r *Repo) gitSigned(t testing.TB, key *SigningKey, args ...string) string {
+	t.Helper()
+	cmd := GitCommand(r.Work, append(append([]string{}, key.config...), args...)...)
+	cmd.Env = append(cmd.Env, key.env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func run(t testing.TB, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
