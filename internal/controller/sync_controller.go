@@ -470,7 +470,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	}
 	inputs, known, err := r.Mirror().PathsDigest(ctx, req, revision, s.Spec.Paths)
 	if err != nil {
-		return nil, v1alpha1.ReasonFetchFailed, err
+		return nil, engine.FetchReason(err), err
 	}
 	if !known {
 		inputs = ""
@@ -483,7 +483,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	opts.Variables = vars
 	tree, err := r.Mirror().Checkout(ctx, req, revision)
 	if err != nil {
-		return nil, v1alpha1.ReasonFetchFailed, err
+		return nil, engine.FetchReason(err), err
 	}
 	defer tree.Release()
 	renders.Inc()
