@@ -31,7 +31,7 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if err != nil {
 		return nil, err
 	}
-	c, mapper, err := o.cluster.diffClient()
+	c, ropts, err := o.cluster.renderOptions(o.budgets)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,6 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if s.Spec.Suspend {
 		fmt.Fprintf(warn, "Warning: Sync %s is suspended: the agent changes nothing until spec.suspend is false\n", key)
 	}
-	ropts := engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}, Budgets: o.budgets}
 	if ropts.Variables, err = engine.Variables(ctx, c, &s); err != nil {
 		return nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}
@@ -109,6 +108,21 @@ func (f clusterFlags) diffClient() (client.Client, meta.RESTMapper, error) {
 	return cl.client, cl.mapper, nil
 }
 
+// renderOptions are the options the agent would render a Sync with in
+// the cluster of the flags: its kinds' scopes, its .Capabilities for
+// charts, and its ConfigMaps and Secrets for their valuesFrom.
+func (f clusterFlags) renderOptions(budgets render.Budgets) (client.Client, engine.RenderOptions, error) {
+	cl, err := f.connect()
+	if err != nil {
+		return nil, engine.RenderOptions{}, err
+	}
+	opts := engine.RenderOptions{Scope: controller.MapperScope{Mapper: cl.mapper}, Budgets: budgets, Reader: cl.client}
+	if opts.KubeVersion, opts.APIVersions, err = engine.Capabilities(cl.discovery); err != nil {
+		return nil, engine.RenderOptions{}, fmt.Errorf("connect to the API server %s: %w", cl.host, err)
+	}
+	return cl.client, opts, nil
+}
+
 // renderSyncRevision renders, as the agent does, the revision the Sync
 // follows, or revision when given (a full SHA, or a branch or tag of the
 // Sync's repository). It returns the objects and the short revision.
@@ -145,7 +159,7 @@ func renderLocalDir(s *v1alpha1.Sync, dir string, opts engine.RenderOptions) ([]
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, "", fmt.Errorf("--path %q is not a directory: pass a local checkout of the Sync's repository", dir)
 	}
-	objects, err := engine.RenderDir(s, dir, opts)
+	objects, err := engine.RenderDir(context.Background(), s, dir, opts)
 	if err != nil {
 		where := "all of it"
 		if len(s.Spec.Paths) > 0 {

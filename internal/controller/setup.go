@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,12 +85,17 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		}
 		recorder = notify.Wrap(recorder, notifier)
 	}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
 	store := NewStore()
 	syncs := &SyncReconciler{
 		Client:        mgr.GetClient(),
 		Reader:        mgr.GetAPIReader(),
 		Applier:       applier,
-		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets},
+		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets, Reader: mgr.GetAPIReader()},
+		Discovery:     dc,
 		Store:         store,
 		Recorder:      recorder,
 		CacheDir:      opts.CacheDir,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/discovery"
 	"path/filepath"
 	"time"
 
@@ -44,6 +45,9 @@ type SyncReconciler struct {
 	Applier client.Client
 	// RenderOptions are the agent's render settings (scope, budgets).
 	RenderOptions engine.RenderOptions
+	// Discovery, when set, gives Helm charts the cluster's version and
+	// API versions in .Capabilities, asked at each render.
+	Discovery discovery.DiscoveryInterface
 	// Recorder emits events on Syncs.
 	Recorder EventRecorder
 	// CacheDir holds one checkout per Sync.
@@ -408,6 +412,12 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	}
 	opts := r.RenderOptions
 	opts.Variables = vars
+	if r.Discovery != nil {
+		var err error
+		if opts.KubeVersion, opts.APIVersions, err = engine.Capabilities(r.Discovery); err != nil {
+			return nil, v1alpha1.ReasonFetchFailed, err
+		}
+	}
 	objects, reason, err := engine.Render(ctx, s, req, revision, filepath.Join(r.CacheDir, s.Namespace, s.Name), opts)
 	if err != nil {
 		return nil, reason, err

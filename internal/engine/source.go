@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,8 +37,13 @@ func Render(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision,
 	if _, err := source.Checkout(ctx, req, revision, dir); err != nil {
 		return nil, v1alpha1.ReasonFetchFailed, err
 	}
-	objects, err := render.Render(opts.forSync(s, dir, revision))
-	if err != nil {
+	objects, err := render.Render(opts.forSync(ctx, s, dir, revision))
+	switch {
+	case errors.Is(err, render.ErrFetchFailed):
+		// A chart or the values of a chart could not be fetched: the
+		// files may be fine, and a retry may succeed.
+		return nil, v1alpha1.ReasonFetchFailed, fmt.Errorf("revision %s: %w", source.Short(revision), err)
+	case err != nil:
 		return nil, v1alpha1.ReasonBuildFailed, fmt.Errorf("revision %s: %w", source.Short(revision), err)
 	}
 	return objects, "", nil
@@ -46,8 +52,8 @@ func Render(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision,
 // RenderDir renders the Sync's paths in dir, a local checkout of its
 // repository, as Render renders them from git, without a revision: the
 // origins of the objects match those of a commit of the same files.
-func RenderDir(s *v1alpha1.Sync, dir string, opts RenderOptions) ([]render.Object, error) {
-	return render.Render(opts.forSync(s, dir, ""))
+func RenderDir(ctx context.Context, s *v1alpha1.Sync, dir string, opts RenderOptions) ([]render.Object, error) {
+	return render.Render(opts.forSync(ctx, s, dir, ""))
 }
 
 // RenderOptions are the render settings that are the agent's, not the
@@ -60,9 +66,24 @@ type RenderOptions struct {
 	// Variables are the Sync's variables (see Variables); nil substitutes
 	// nothing.
 	Variables map[string]render.Variable
+	// KubeVersion and APIVersions are the cluster's, for the
+	// .Capabilities of Helm charts (see Capabilities); empty, those of
+	// the client-go driftless is built with.
+	KubeVersion string
+	APIVersions []string
+	// Reader reads the ConfigMaps and Secrets of HelmCharts' valuesFrom
+	// in the Sync's namespace; nil makes valuesFrom an error.
+	Reader client.Reader
+	// Charts fetches charts from chart repositories and OCI registries;
+	// nil makes such a HelmChart an error.
+	Charts render.ChartFetcher
 }
 
-func (o RenderOptions) forSync(s *v1alpha1.Sync, dir, revision string) render.Options {
+func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revision string) render.Options {
+	var values render.ValuesReader
+	if o.Reader != nil {
+		values = valuesReader(ctx, o.Reader, s.Namespace)
+	}
 	return render.Options{
 		Root:            dir,
 		Paths:           s.Spec.Paths,
@@ -73,5 +94,9 @@ func (o RenderOptions) forSync(s *v1alpha1.Sync, dir, revision string) render.Op
 		Budgets:         o.Budgets,
 		Kustomize:       render.KustomizeOptions{AllowRemote: s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote},
 		Variables:       o.Variables,
+		KubeVersion:     o.KubeVersion,
+		APIVersions:     o.APIVersions,
+		ValuesFrom:      values,
+		Charts:          o.Charts,
 	}
 }
