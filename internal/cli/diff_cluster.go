@@ -92,22 +92,6 @@ func parseSyncKey(s string) (client.ObjectKey, error) {
 	return client.ObjectKey{Namespace: ns, Name: name}, nil
 }
 
-// diffClient returns a client for the cluster of kubeconfig that handles
-// any kind the cluster serves, and its RESTMapper.
-func diffClient(kubeconfig string) (client.Client, meta.RESTMapper, error) {
-	return clusterFlags{kubeconfig: kubeconfig}.diffClient()
-}
-
-// diffClient returns a client for the cluster of the flags that handles
-// any kind the cluster serves, and its RESTMapper.
-func (f clusterFlags) diffClient() (client.Client, meta.RESTMapper, error) {
-	cl, err := f.connect()
-	if err != nil {
-		return nil, nil, err
-	}
-	return cl.client, cl.mapper, nil
-}
-
 // renderOptions are the options the agent would render a Sync with in
 // the cluster of the flags: its kinds' scopes, its .Capabilities for
 // charts, and its ConfigMaps and Secrets for their valuesFrom.

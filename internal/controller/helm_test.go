@@ -19,8 +19,8 @@ import (
 // the cluster and inline.
 func webChart() map[string]string {
 	return map[string]string{
-		"charts/web/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 0.1.0\n",
-		"charts/web/values.yaml": "memory: 256Mi\ncolor: red\ngreeting: hello\n",
+		"charts/web/Chart.yaml":             "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/values.yaml":            "memory: 256Mi\ncolor: red\ngreeting: hello\n",
 		"charts/web/values-production.yaml": "memory: 512Mi\n",
 		"charts/web/templates/deployment.yaml": `apiVersion: apps/v1
 kind: Deployment

@@ -27,7 +27,7 @@ dependencies:
 - name: cache
   version: 0.1.0
 `,
-		"charts/web/values.yaml": "replicaCount: 1\ncolor: red\ngreeting: hello\nmode: chart\n",
+		"charts/web/values.yaml":            "replicaCount: 1\ncolor: red\ngreeting: hello\nmode: chart\n",
 		"charts/web/values-production.yaml": "replicaCount: 3\ncolor: blue\n",
 		"charts/web/templates/_helpers.tpl": `{{- define "web.labels" -}}
 app: {{ .Release.Name }}
@@ -378,9 +378,13 @@ func TestRenderHelmChartErrors(t *testing.T) {
 		opts:  Options{ValuesFrom: configMaps(nil)},
 		want:  []string{"spec.valuesFrom[0]: ConfigMap nope key values.yaml", "mark the entry optional: true"},
 	}, {
-		name:  "a schema that refers to a document on the network",
-		files: func() map[string]string { f := webChart(); f["charts/web/values.schema.json"] = `{"$ref": "https://example.com/s.json"}`; return f }(),
-		want:  []string{`values.schema.json refers to "https://example.com/s.json"`},
+		name: "a schema that refers to a document on the network",
+		files: func() map[string]string {
+			f := webChart()
+			f["charts/web/values.schema.json"] = `{"$ref": "https://example.com/s.json"}`
+			return f
+		}(),
+		want: []string{`values.schema.json refers to "https://example.com/s.json"`},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
