@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/controller"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/render"
 )
@@ -172,7 +171,7 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 	if err != nil {
 		return nil, nil, err
 	}
-	c, mapper, err := diffClient(o.kubeconfig)
+	c, ropts, err := clusterFlags{kubeconfig: o.kubeconfig}.renderOptions(o.budgets)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,7 +189,8 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 	if err != nil {
 		return nil, nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}
-	objects, err := engine.RenderDir(&s, o.repo, engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}, Variables: vars, Budgets: o.budgets})
+	ropts.Variables = vars
+	objects, err := engine.RenderDir(ctx, &s, o.repo, ropts)
 	return objects, vars, err
 }
 

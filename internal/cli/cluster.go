@@ -102,6 +102,7 @@ type cluster struct {
 	// mapper resolves kinds, resources and their short names (deploy) as
 	// kubectl does, from the server's discovery, cached.
 	mapper    meta.RESTMapper
+	discovery discovery.DiscoveryInterface
 	namespace string
 	host      string
 }
@@ -134,7 +135,7 @@ func (f clusterFlags) connect() (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to the API server %s: %w", host, err)
 	}
-	return &cluster{client: c, mapper: mapper, namespace: cfg.namespace, host: host}, nil
+	return &cluster{client: c, mapper: mapper, discovery: dc, namespace: cfg.namespace, host: host}, nil
 }
 
 // syncClient connects to the cluster of the flags. It also returns the

@@ -31,7 +31,7 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if err != nil {
 		return nil, err
 	}
-	c, mapper, err := o.cluster.diffClient()
+	c, ropts, err := o.cluster.renderOptions(o.budgets)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,6 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if s.Spec.Suspend {
 		fmt.Fprintf(warn, "Warning: Sync %s is suspended: the agent changes nothing until spec.suspend is false\n", key)
 	}
-	ropts := engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}, Budgets: o.budgets}
 	if ropts.Variables, err = engine.Variables(ctx, c, &s); err != nil {
 		return nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}
@@ -93,20 +92,19 @@ func parseSyncKey(s string) (client.ObjectKey, error) {
 	return client.ObjectKey{Namespace: ns, Name: name}, nil
 }
 
-// diffClient returns a client for the cluster of kubeconfig that handles
-// any kind the cluster serves, and its RESTMapper.
-func diffClient(kubeconfig string) (client.Client, meta.RESTMapper, error) {
-	return clusterFlags{kubeconfig: kubeconfig}.diffClient()
-}
-
-// diffClient returns a client for the cluster of the flags that handles
-// any kind the cluster serves, and its RESTMapper.
-func (f clusterFlags) diffClient() (client.Client, meta.RESTMapper, error) {
+// renderOptions are the options the agent would render a Sync with in
+// the cluster of the flags: its kinds' scopes, its .Capabilities for
+// charts, and its ConfigMaps and Secrets for their valuesFrom.
+func (f clusterFlags) renderOptions(budgets render.Budgets) (client.Client, engine.RenderOptions, error) {
 	cl, err := f.connect()
 	if err != nil {
-		return nil, nil, err
+		return nil, engine.RenderOptions{}, err
 	}
-	return cl.client, cl.mapper, nil
+	opts := engine.RenderOptions{Scope: controller.MapperScope{Mapper: cl.mapper}, Budgets: budgets, Reader: cl.client}
+	if opts.KubeVersion, opts.APIVersions, err = engine.Capabilities(cl.discovery); err != nil {
+		return nil, engine.RenderOptions{}, fmt.Errorf("connect to the API server %s: %w", cl.host, err)
+	}
+	return cl.client, opts, nil
 }
 
 // renderSyncRevision renders, as the agent does, the revision the Sync
@@ -145,7 +143,7 @@ func renderLocalDir(s *v1alpha1.Sync, dir string, opts engine.RenderOptions) ([]
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, "", fmt.Errorf("--path %q is not a directory: pass a local checkout of the Sync's repository", dir)
 	}
-	objects, err := engine.RenderDir(s, dir, opts)
+	objects, err := engine.RenderDir(context.Background(), s, dir, opts)
 	if err != nil {
 		where := "all of it"
 		if len(s.Spec.Paths) > 0 {

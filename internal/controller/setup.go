@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/source/charts"
 )
 
 // Client-side limits of the agent's API client. Server-side, API Priority
@@ -93,18 +95,24 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		}
 		recorder = notify.Wrap(recorder, notifier)
 	}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
 	store := NewStore()
 	syncs := &SyncReconciler{
-		Client:        mgr.GetClient(),
-		Reader:        mgr.GetAPIReader(),
-		Applier:       applier,
-		Identities:    identities,
-		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets},
-		Store:         store,
-		Recorder:      recorder,
-		CacheDir:      opts.CacheDir,
-		DryRun:        opts.DryRun,
-		FullResync:    opts.FullResync,
+		Client:     mgr.GetClient(),
+		Reader:     mgr.GetAPIReader(),
+		Applier:    applier,
+		Identities: identities,
+		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets, Reader: mgr.GetAPIReader(),
+			ChartCache: &charts.Fetcher{Dir: filepath.Join(opts.CacheDir, "charts")}},
+		Discovery:  dc,
+		Store:      store,
+		Recorder:   recorder,
+		CacheDir:   opts.CacheDir,
+		DryRun:     opts.DryRun,
+		FullResync: opts.FullResync,
 	}
 	policy := drift.DefaultPolicy()
 	drifts := &DriftReconciler{

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/discovery"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +52,9 @@ type SyncReconciler struct {
 	Identities *Identities
 	// RenderOptions are the agent's render settings (scope, budgets).
 	RenderOptions engine.RenderOptions
+	// Discovery, when set, gives Helm charts the cluster's version and
+	// API versions in .Capabilities, read at most once a minute.
+	Discovery discovery.DiscoveryInterface
 	// Recorder emits events on Syncs.
 	Recorder EventRecorder
 	// CacheDir holds the git mirrors: one per repository and credentials,
@@ -72,8 +77,9 @@ type SyncReconciler struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
-	mirrorOnce sync.Once
-	mirror     *source.Mirror
+	mirrorOnce   sync.Once
+	mirror       *source.Mirror
+	capabilities capabilities
 }
 
 // Mirror returns the git mirror the Syncs read from, in CacheDir.
@@ -481,21 +487,36 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	}
 	opts := r.RenderOptions
 	opts.Variables = vars
+	if r.Discovery != nil {
+		var err error
+		if opts.KubeVersion, opts.APIVersions, err = r.capabilities.get(r.Discovery, r.now()); err != nil {
+			return nil, v1alpha1.ReasonFetchFailed, err
+		}
+	}
 	tree, err := r.Mirror().Checkout(ctx, req, revision)
 	if err != nil {
 		return nil, engine.FetchReason(err), err
 	}
 	defer tree.Release()
 	renders.Inc()
-	objects, err := engine.RenderTree(s, tree.Dir, revision, opts)
+	var outside atomic.Bool
+	opts.ReadOutside = func() { outside.Store(true) }
+	objects, reason, err := engine.RenderTree(ctx, s, tree.Dir, revision, opts)
 	if err != nil {
-		return nil, v1alpha1.ReasonBuildFailed, err
+		return nil, reason, err
 	}
 	if !plainManifests(objects) {
 		// A kustomization or chart may read files outside the paths.
 		inputs = ""
 	}
-	r.Store.SetRendered(key, s.UID, revision, s.Generation, digest, inputs, objects)
+	cached := revision
+	if outside.Load() {
+		// A chart from a repository (a range picks up a new version) or
+		// valuesFrom may change without a commit: render again next time.
+		// Objects that did not change still cost no request (see known).
+		cached, inputs = "", ""
+	}
+	r.Store.SetRendered(key, s.UID, cached, s.Generation, digest, inputs, objects)
 	return objects, "", nil
 }
 
@@ -508,4 +529,31 @@ func plainManifests(objects []render.Object) bool {
 		}
 	}
 	return true
+}
+
+// capabilitiesTTL is how long the cluster's version and API versions,
+// which charts see in .Capabilities, are reused before being read again:
+// a full discovery costs a request per API group.
+const capabilitiesTTL = time.Minute
+
+// capabilities caches what discovery said for charts' .Capabilities.
+type capabilities struct {
+	mu          sync.Mutex
+	at          time.Time
+	kubeVersion string
+	apiVersions []string
+}
+
+func (c *capabilities) get(dc discovery.DiscoveryInterface, now time.Time) (string, []string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && now.Sub(c.at) < capabilitiesTTL {
+		return c.kubeVersion, c.apiVersions, nil
+	}
+	v, versions, err := engine.Capabilities(dc)
+	if err != nil {
+		return "", nil, err
+	}
+	c.at, c.kubeVersion, c.apiVersions = now, v, versions
+	return v, versions, nil
 }

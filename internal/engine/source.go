@@ -12,6 +12,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
+	"github.com/driftless/driftless/internal/source/charts"
 )
 
 // SourceRequest builds the fetch request of s, reading its git Secret and
@@ -82,28 +83,30 @@ func Render(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision,
 	if _, err := source.Checkout(ctx, req, revision, dir); err != nil {
 		return nil, FetchReason(err), err
 	}
-	objects, err := RenderTree(s, dir, revision, opts)
-	if err != nil {
-		return nil, v1alpha1.ReasonBuildFailed, err
-	}
-	return objects, "", nil
+	return RenderTree(ctx, s, dir, revision, opts)
 }
 
 // RenderTree renders the Sync's paths in dir, a checkout of revision (see
-// source.Mirror). The error is a BuildFailed one.
-func RenderTree(s *v1alpha1.Sync, dir, revision string, opts RenderOptions) ([]render.Object, error) {
-	objects, err := render.Render(opts.forSync(s, dir, revision))
-	if err != nil {
-		return nil, fmt.Errorf("revision %s: %w", source.Short(revision), err)
+// source.Mirror). On failure it also returns the Ready reason: FetchFailed
+// when a chart or its values could not be fetched, else BuildFailed.
+func RenderTree(ctx context.Context, s *v1alpha1.Sync, dir, revision string, opts RenderOptions) ([]render.Object, string, error) {
+	objects, err := render.Render(opts.forSync(ctx, s, dir, revision))
+	switch {
+	case errors.Is(err, render.ErrFetchFailed):
+		// A chart or the values of a chart could not be fetched: the
+		// files may be fine, and a retry may succeed.
+		return nil, v1alpha1.ReasonFetchFailed, fmt.Errorf("revision %s: %w", source.Short(revision), err)
+	case err != nil:
+		return nil, v1alpha1.ReasonBuildFailed, fmt.Errorf("revision %s: %w", source.Short(revision), err)
 	}
-	return objects, nil
+	return objects, "", nil
 }
 
 // RenderDir renders the Sync's paths in dir, a local checkout of its
 // repository, as Render renders them from git, without a revision: the
 // origins of the objects match those of a commit of the same files.
-func RenderDir(s *v1alpha1.Sync, dir string, opts RenderOptions) ([]render.Object, error) {
-	return render.Render(opts.forSync(s, dir, ""))
+func RenderDir(ctx context.Context, s *v1alpha1.Sync, dir string, opts RenderOptions) ([]render.Object, error) {
+	return render.Render(opts.forSync(ctx, s, dir, ""))
 }
 
 // RenderOptions are the render settings that are the agent's, not the
@@ -116,9 +119,47 @@ type RenderOptions struct {
 	// Variables are the Sync's variables (see Variables); nil substitutes
 	// nothing.
 	Variables map[string]render.Variable
+	// KubeVersion and APIVersions are the cluster's, for the
+	// .Capabilities of Helm charts (see Capabilities); empty, those of
+	// the client-go driftless is built with.
+	KubeVersion string
+	APIVersions []string
+	// Reader reads the ConfigMaps and Secrets of HelmCharts' valuesFrom
+	// in the Sync's namespace; nil makes valuesFrom an error.
+	Reader client.Reader
+	// Charts fetches charts from chart repositories and OCI registries;
+	// nil makes such a HelmChart an error. ChartCache, when Charts is nil,
+	// fetches them with the credentials of the HelmChart's secretRef in
+	// the Sync's namespace, read with Reader.
+	Charts     render.ChartFetcher
+	ChartCache *charts.Fetcher
+	// ReadOutside, when set, is called when the render reads something
+	// that is not in the checkout: a chart from a repository, or
+	// valuesFrom. Such a render may change with no new commit, so it must
+	// not be reused for the same revision.
+	ReadOutside func()
 }
 
-func (o RenderOptions) forSync(s *v1alpha1.Sync, dir, revision string) render.Options {
+func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revision string) render.Options {
+	outside := o.ReadOutside
+	if outside == nil {
+		outside = func() {}
+	}
+	var values render.ValuesReader
+	if o.Reader != nil {
+		read := valuesReader(ctx, o.Reader, s.Namespace)
+		values = func(kind, name, key string) ([]byte, error) {
+			outside()
+			return read(kind, name, key)
+		}
+	}
+	chartFetcher := o.Charts
+	if chartFetcher == nil && o.ChartCache != nil {
+		chartFetcher = repositoryCharts{ctx: ctx, reader: o.Reader, namespace: s.Namespace, fetcher: o.ChartCache}
+	}
+	if chartFetcher != nil {
+		chartFetcher = readOutside{chartFetcher, outside}
+	}
 	return render.Options{
 		Root:            dir,
 		Paths:           s.Spec.Paths,
@@ -129,5 +170,9 @@ func (o RenderOptions) forSync(s *v1alpha1.Sync, dir, revision string) render.Op
 		Budgets:         o.Budgets,
 		Kustomize:       render.KustomizeOptions{AllowRemote: s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote},
 		Variables:       o.Variables,
+		KubeVersion:     o.KubeVersion,
+		APIVersions:     o.APIVersions,
+		ValuesFrom:      values,
+		Charts:          chartFetcher,
 	}
 }

@@ -1,7 +1,9 @@
 // Package render turns the files of a git checkout into the Kubernetes
 // objects a Sync wants. Generators make objects: plain YAML and JSON
-// manifests (multi-document files split, Lists expanded), and directories
-// that hold a kustomization, built with Kustomize. One settling step then
+// manifests (multi-document files split, Lists expanded), directories
+// that hold a kustomization, built with Kustomize, and HelmChart documents,
+// whose charts are rendered with the Helm SDK as helm template renders
+// them (hooks become waves; see addChartObjects). One settling step then
 // defaults namespaces, finds objects defined twice, and labels and
 // annotates each object with its Sync and its origin in git.
 //
@@ -25,6 +27,9 @@
 // them beyond what driftless itself reads; the API server does that.
 //
 // Kustomize runs with every plugin off: no exec, container or Go plugin
-// functions and no Helm inflation. Helm charts and SOPS decryption are
-// still to come.
+// functions and no Helm inflation. Helm charts of the repository are read
+// through the checkout's root; charts from repositories and registries
+// come from a ChartFetcher, and valuesFrom through a ValuesReader, both
+// the caller's: render itself fetches nothing. SOPS decryption is still
+// to come.
 package render

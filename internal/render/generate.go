@@ -81,7 +81,10 @@ func (r *renderer) addFile(name string) {
 		switch {
 		case err != nil:
 			r.fail(o, "", err)
-		case v != nil && r.countDecoded(o, decodedSize(v)):
+		case v == nil || !r.countDecoded(o, decodedSize(v)):
+		case isHelmChart(v):
+			r.addHelmChart(o, doc)
+		default:
 			r.addValue(o, "document", v)
 		}
 		if r.over {

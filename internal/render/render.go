@@ -81,6 +81,22 @@ type Options struct {
 	// annotated driftless.dev/substitute: disabled. Nil means no
 	// substitution at all: ${...} stay as they are.
 	Variables map[string]Variable
+
+	// KubeVersion is .Capabilities.KubeVersion in the templates of Helm
+	// charts: the cluster's version, such as "v1.37.2". Empty means
+	// DefaultKubeVersion, for rendering without a cluster.
+	KubeVersion string
+	// APIVersions is .Capabilities.APIVersions: every group/version the
+	// cluster serves, and every group/version/kind, such as "apps/v1" and
+	// "apps/v1/Deployment". Nil means those client-go knows.
+	APIVersions []string
+	// ValuesFrom reads the ConfigMaps and Secrets that HelmCharts take
+	// values from (spec.valuesFrom). Nil, for rendering without a cluster,
+	// makes a HelmChart with valuesFrom an error.
+	ValuesFrom ValuesReader
+	// Charts fetches the charts of HelmCharts that name a chart repository
+	// or an OCI registry. Nil makes such a HelmChart an error.
+	Charts ChartFetcher
 }
 
 // Render reads every *.yaml, *.yml and *.json file under each of
