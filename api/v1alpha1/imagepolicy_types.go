@@ -73,7 +73,7 @@ type ImagePolicySpec struct {
 	// Image is the repository, e.g. "registry.example.com/team/app",
 	// without a tag.
 	// +kubebuilder:validation:MinLength=1
-	Image string `json:"image"`
+	Image  string            `json:"image"`
 	Policy ImagePolicyChoice `json:"policy"`
 	// +optional
 	FilterTags *TagFilter `json:"filterTags,omitempty"`

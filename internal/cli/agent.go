@@ -33,6 +33,7 @@ import (
 	"github.com/driftless/driftless/config/crd"
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/controller"
+	imagecontroller "github.com/driftless/driftless/internal/controller/image"
 	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/render"
@@ -228,6 +229,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		Wake:          wake,
 		Notify:        notifications,
 	}); err != nil {
+		return err
+	}
+	if err := imagecontroller.Setup(mgr, imagecontroller.DefaultOptions()); err != nil {
 		return err
 	}
 	if wake != nil {

@@ -56,8 +56,9 @@ func DefaultOptions() Options {
 		RenderBudgets: render.DefaultBudgets()}
 }
 
-// CacheOptions is the manager cache the controllers need: Syncs, and the
-// metadata of objects labelled driftless.dev/sync — nothing unmanaged.
+// CacheOptions is the manager cache the controllers need: Syncs,
+// ImagePolicies, and the metadata of objects labelled driftless.dev/sync —
+// nothing unmanaged.
 func CacheOptions() cache.Options {
 	managed, err := labels.NewRequirement(v1alpha1.SyncLabel, selection.Exists, nil)
 	if err != nil {
@@ -65,7 +66,10 @@ func CacheOptions() cache.Options {
 	}
 	return cache.Options{
 		DefaultLabelSelector: labels.NewSelector().Add(*managed),
-		ByObject:             map[client.Object]cache.ByObject{&v1alpha1.Sync{}: {Label: labels.Everything()}},
+		ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.Sync{}:        {Label: labels.Everything()},
+			&v1alpha1.ImagePolicy{}: {Label: labels.Everything()},
+		},
 	}
 }
 

@@ -129,4 +129,3 @@ func withFilter(s v1alpha1.ImagePolicySpec, p string) v1alpha1.ImagePolicySpec {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
