@@ -231,7 +231,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}); err != nil {
 		return err
 	}
-	if err := imagecontroller.Setup(mgr, imagecontroller.DefaultOptions()); err != nil {
+	imageOpts := imagecontroller.DefaultOptions()
+	imageOpts.CacheDir = o.cacheDir
+	if err := imagecontroller.Setup(mgr, imageOpts); err != nil {
 		return err
 	}
 	if wake != nil {

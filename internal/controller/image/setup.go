@@ -12,6 +12,8 @@ type Options struct {
 	Concurrency int
 	// Scan bounds the registry requests (retries, rate per registry).
 	Scan policy.ScanOptions
+	// CacheDir holds the scratch clones of image updates.
+	CacheDir string
 }
 
 // DefaultOptions returns the agent's defaults.
@@ -22,11 +24,23 @@ func DefaultOptions() Options {
 // Setup registers the image automation controllers with mgr, whose cache
 // must hold ImagePolicies and Syncs (controller.CacheOptions does).
 func Setup(mgr ctrl.Manager, opts Options) error {
+	scanner := policy.NewScanner(opts.Scan)
+	recorder := mgr.GetEventRecorder("driftless-image")
 	policies := &PolicyReconciler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
-		Scanner:  policy.NewScanner(opts.Scan),
-		Recorder: mgr.GetEventRecorder("driftless-image"),
+		Scanner:  scanner,
+		Recorder: recorder,
 	}
-	return policies.SetupWithManager(mgr, max(opts.Concurrency, 1))
+	if err := policies.SetupWithManager(mgr, max(opts.Concurrency, 1)); err != nil {
+		return err
+	}
+	updates := &UpdateReconciler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Scanner:  scanner,
+		Recorder: recorder,
+		CacheDir: opts.CacheDir,
+	}
+	return updates.SetupWithManager(mgr)
 }
