@@ -181,8 +181,9 @@ type ImageUpdateSpec struct {
 	// Branch to push to; default the Sync's branch.
 	// +optional
 	Branch string `json:"branch,omitempty"`
+	// Author of the commits; default driftless <driftless@localhost>.
 	// +optional
-	Author CommitAuthor `json:"author,omitempty"`
+	Author *CommitAuthor `json:"author,omitempty"`
 	// Message is a Go template of the commit message; its data is
 	// {.Changes} with fields File, Line, Image, Old, New, Policy.
 	// +optional

@@ -87,7 +87,7 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 				Interval:        metav1.Duration{Duration: time.Minute},
 				TargetNamespace: ns,
 				ImageUpdate: &v1alpha1.ImageUpdateSpec{Mode: mode,
-					Author:  v1alpha1.CommitAuthor{Name: "Image Bot", Email: "bot@example.com"},
+					Author:  &v1alpha1.CommitAuthor{Name: "Image Bot", Email: "bot@example.com"},
 					Message: "images: {{range .Changes}}{{.New}} by {{.Policy}}{{end}}"},
 			},
 		}

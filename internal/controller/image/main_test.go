@@ -78,18 +78,6 @@ func waitEstablished(name string) error {
 	return fmt.Errorf("CRD %s not Established", name)
 }
 
-// eventually polls cond until it holds or a deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // eventFor waits for an Event regarding kind namespace/name whose note
 // contains want, and returns the notes seen.
 func eventFor(t *testing.T, kind, namespace, name, want string) {

@@ -138,7 +138,7 @@ func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	base := s.DeepCopy()
 	s.Status.ImageUpdate = status
 	if err := r.Client.Status().Patch(ctx, &s, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("Sync %s status update failed: %w", req.NamespacedName, err)
+		return ctrl.Result{}, fmt.Errorf("update the status of Sync %s: %w", req.NamespacedName, err)
 	}
 	if commit && out.Commit != "" && r.branch(&s) == s.Spec.Source.Git.Branch {
 		r.requestSync(ctx, &s)
@@ -180,11 +180,18 @@ func (r *UpdateReconciler) update(ctx context.Context, s *v1alpha1.Sync) (update
 		Branch:  u.Branch,
 		Paths:   s.Spec.Paths,
 		Commit:  u.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdateCommit,
-		Author:  u.Author,
+		Author:  author(u.Author),
 		Message: u.Message,
 		Dir:     filepath.Join(r.CacheDir, "image-update", s.Namespace, s.Name),
 		Now:     r.Now,
 	}, &clusterLookup{ctx: ctx, client: r.Client, scanner: r.Scanner, implied: map[string]impliedResult{}})
+}
+
+func author(a *v1alpha1.CommitAuthor) v1alpha1.CommitAuthor {
+	if a == nil {
+		return update.DefaultAuthor
+	}
+	return *a
 }
 
 func summary(changes []v1alpha1.ImageChange) string {
