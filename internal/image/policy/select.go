@@ -67,8 +67,8 @@ func Compile(spec v1alpha1.ImagePolicySpec) (*Policy, error) {
 
 // Rejection says why one tag was not selected.
 type Rejection struct {
-	Tag    string
-	Reason string
+	Tag    string `json:"tag"`
+	Reason string `json:"reason"`
 }
 
 // Decision is what Select made of a list of tags.
