@@ -209,9 +209,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		LeaderElectionID:              "driftless-agent",
 		LeaderElectionNamespace:       o.namespace,
 		LeaderElectionReleaseOnCancel: true,
-		// Syncs, and the metadata of managed objects (by label) for drift
-		// watches: nothing unmanaged is cached.
-		Cache: controller.CacheOptions(),
+		// Syncs, ImagePolicies, and the metadata of managed objects (by
+		// label) for drift watches: nothing unmanaged is cached.
+		Cache: imagecontroller.CacheOptions(controller.CacheOptions()),
 	})
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)

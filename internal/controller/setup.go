@@ -56,9 +56,8 @@ func DefaultOptions() Options {
 		RenderBudgets: render.DefaultBudgets()}
 }
 
-// CacheOptions is the manager cache the controllers need: Syncs,
-// ImagePolicies, and the metadata of objects labelled driftless.dev/sync —
-// nothing unmanaged.
+// CacheOptions is the manager cache the controllers need: Syncs, and the
+// metadata of objects labelled driftless.dev/sync — nothing unmanaged.
 func CacheOptions() cache.Options {
 	managed, err := labels.NewRequirement(v1alpha1.SyncLabel, selection.Exists, nil)
 	if err != nil {
@@ -66,10 +65,7 @@ func CacheOptions() cache.Options {
 	}
 	return cache.Options{
 		DefaultLabelSelector: labels.NewSelector().Add(*managed),
-		ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.Sync{}:        {Label: labels.Everything()},
-			&v1alpha1.ImagePolicy{}: {Label: labels.Everything()},
-		},
+		ByObject:             map[client.Object]cache.ByObject{&v1alpha1.Sync{}: {Label: labels.Everything()}},
 	}
 }
 

@@ -1,7 +1,12 @@
 package image
 
 import (
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
 
 	"github.com/driftless/driftless/internal/image/policy"
 )
@@ -21,8 +26,20 @@ func DefaultOptions() Options {
 	return Options{Concurrency: 2, Scan: policy.DefaultScanOptions()}
 }
 
+// CacheOptions adds what the image controllers read to opts (the Sync
+// controller's cache options): every ImagePolicy, whatever its labels.
+func CacheOptions(opts cache.Options) cache.Options {
+	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject)+1)
+	for k, v := range opts.ByObject {
+		byObject[k] = v
+	}
+	byObject[&v1alpha1.ImagePolicy{}] = cache.ByObject{Label: labels.Everything()}
+	opts.ByObject = byObject
+	return opts
+}
+
 // Setup registers the image automation controllers with mgr, whose cache
-// must hold ImagePolicies and Syncs (controller.CacheOptions does).
+// must hold ImagePolicies and Syncs (see CacheOptions).
 func Setup(mgr ctrl.Manager, opts Options) error {
 	scanner := policy.NewScanner(opts.Scan)
 	recorder := mgr.GetEventRecorder("driftless-image")
