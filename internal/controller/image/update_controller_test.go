@@ -87,3 +87,68 @@ func TestImageUpdateReportsAMarkerNamingAMissingPolicyAndCommitsTheRest(t *testi
 	eventFor(t, v1alpha1.SyncKind, ns, "fleet", "which does not exist")
 	eventFor(t, v1alpha1.SyncKind, ns, "fleet", "committed "+u.LastCommit[:7]+" to branch main")
 }
+
+// A repository migrated from Flux v1, unchanged: the annotations imply a
+// policy per container, scanned from the registry; Report mode lists the
+// change and pushes nothing.
+func TestImageUpdateReadsFluxV1AnnotationsAndReportsWithoutPushing(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	reg := testenv.NewRegistry(t)
+	for _, tag := range []string{"1.2.0", "1.2.5", "1.3.0"} {
+		reg.Push(t, "legacy", tag)
+	}
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	head := repo.Commit(t, "legacy", map[string]string{"workloads/legacy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: legacy
+  annotations:
+    fluxcd.io/automated: "true"
+    fluxcd.io/tag.app: semver:~1.2
+spec:
+  template:
+    spec:
+      containers:
+      - name: app
+        image: ` + reg.Host() + `/legacy:1.2.0
+`})
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: ns},
+		Data: map[string][]byte{"identity": srv.DeployKey, "known_hosts": srv.KnownHosts()}}); err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.SSHURL(), Branch: "main",
+				SecretRef: &v1alpha1.LocalObjectReference{Name: "git"}}},
+			ImageUpdate: &v1alpha1.ImageUpdateSpec{}, // Report by default
+		},
+	}
+	if err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	r := &UpdateReconciler{Client: c, Reader: c, Scanner: policy.NewScanner(policy.DefaultScanOptions()), Recorder: recorder, CacheDir: t.TempDir()}
+	key := client.ObjectKeyFromObject(s)
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, s); err != nil {
+		t.Fatal(err)
+	}
+	u := s.Status.ImageUpdate
+	if u == nil || len(u.Pending) != 1 || len(u.Problems) != 0 {
+		t.Fatalf("status.imageUpdate = %+v, want one pending change and no problems", u)
+	}
+	want := v1alpha1.ImageChange{File: "workloads/legacy.yaml", Line: 13, Image: reg.Host() + "/legacy",
+		Old: reg.Host() + "/legacy:1.2.0", New: reg.Host() + "/legacy:1.2.5", Policy: "flux-v1:Deployment/legacy:app"}
+	if u.Pending[0] != want {
+		t.Errorf("pending %+v, want %+v", u.Pending[0], want)
+	}
+	out, _ := testenv.GitCommand(repo.Bare, "rev-parse", "main").CombinedOutput()
+	if strings.TrimSpace(string(out)) != head {
+		t.Errorf("Report mode moved main to %s", out)
+	}
+	eventFor(t, v1alpha1.SyncKind, ns, "fleet", "Report mode, nothing committed")
+}
