@@ -44,6 +44,11 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		rule("driftless.dev", "syncs", "get,list,watch,create,patch"),
 		// writeStatus, writeProgress, recordIncident: status patches.
 		rule("driftless.dev", "syncs/status", "patch"),
+		// image.PolicyReconciler and the manager's cache: ImagePolicies
+		// are listed and watched, their status patched (the image update
+		// controller patches Syncs' status and requested-at, above).
+		rule("driftless.dev", "imagepolicies", "get,list,watch"),
+		rule("driftless.dev", "imagepolicies/status", "patch"),
 		// cli install: applies the Sync CRD and waits for Established.
 		rule("apiextensions.k8s.io", "customresourcedefinitions", "get,create,patch"),
 		// cli install: applies the admission policy for Sync names.

@@ -16,7 +16,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &Sync{}, &SyncList{})
+	scheme.AddKnownTypes(GroupVersion, &Sync{}, &SyncList{}, &ImagePolicy{}, &ImagePolicyList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -290,6 +290,10 @@ type SyncSpec struct {
 	// events or status.
 	// +optional
 	SubstituteFrom []SubstituteReference `json:"substituteFrom,omitempty"`
+	// ImageUpdate, when set, rewrites image markers in the Sync's paths to
+	// the tags their ImagePolicies select (see docs/image-automation.md).
+	// +optional
+	ImageUpdate *ImageUpdateSpec `json:"imageUpdate,omitempty"`
 }
 
 // SubstituteReference names a ConfigMap or Secret in the Sync's namespace
@@ -440,6 +444,9 @@ type SyncStatus struct {
 	// Progress is set while a sync applies waves or waits for health.
 	// +optional
 	Progress *SyncProgress `json:"progress,omitempty"`
+	// ImageUpdate is the last image update (spec.imageUpdate).
+	// +optional
+	ImageUpdate *ImageUpdateStatus `json:"imageUpdate,omitempty"`
 }
 
 // Sync keeps a set of objects in the cluster equal to paths in a git

@@ -25,6 +25,28 @@ func SyncCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	return decode("bases/driftless.dev_syncs.yaml", syncYAML)
 }
 
+//go:embed bases/driftless.dev_imagepolicies.yaml
+var imagePolicyYAML []byte
+
+// ImagePolicyCRD returns the CustomResourceDefinition of the ImagePolicy
+// kind (imagepolicies.driftless.dev), as SyncCRD does for Sync.
+func ImagePolicyCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	return decode("bases/driftless.dev_imagepolicies.yaml", imagePolicyYAML)
+}
+
+// All returns every CRD the agent installs, Sync first.
+func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	s, err := SyncCRD()
+	if err != nil {
+		return nil, err
+	}
+	p, err := ImagePolicyCRD()
+	if err != nil {
+		return nil, err
+	}
+	return []*apiextensionsv1.CustomResourceDefinition{s, p}, nil
+}
+
 func decode(name string, data []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
 	scheme := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/driftless/driftless/config/crd"
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/controller"
+	imagecontroller "github.com/driftless/driftless/internal/controller/image"
 	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/render"
@@ -217,9 +218,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		LeaderElectionID:              "driftless-agent",
 		LeaderElectionNamespace:       o.namespace,
 		LeaderElectionReleaseOnCancel: true,
-		// Syncs, and the metadata of managed objects (by label) for drift
-		// watches: nothing unmanaged is cached.
-		Cache: controller.CacheOptions(),
+		// Syncs, ImagePolicies, and the metadata of managed objects (by
+		// label) for drift watches: nothing unmanaged is cached.
+		Cache: imagecontroller.CacheOptions(controller.CacheOptions()),
 	})
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)
@@ -243,6 +244,11 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 			FileURLs:              o.allowFileURLs,
 		},
 	}); err != nil {
+		return err
+	}
+	imageOpts := imagecontroller.DefaultOptions()
+	imageOpts.CacheDir = o.cacheDir
+	if err := imagecontroller.Setup(mgr, imageOpts); err != nil {
 		return err
 	}
 	if wake != nil {
@@ -289,28 +295,14 @@ func restConfig(path string) (*rest.Config, bool, error) {
 // install creates or updates the Sync CRD and its admission policy, the
 // agent's namespace and the root Sync.
 func install(ctx context.Context, c client.Client, o *agentOptions) error {
-	def, err := crd.SyncCRD()
+	defs, err := crd.All()
 	if err != nil {
 		return err
 	}
-	def.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
-	if err := applyTyped(ctx, c, def); err != nil {
-		return fmt.Errorf("install the Sync CRD: %w", err)
-	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		var got apiextensionsv1.CustomResourceDefinition
-		if err := c.Get(ctx, client.ObjectKey{Name: def.Name}, &got); err != nil {
-			return false, nil
+	for _, def := range defs {
+		if err := installCRD(ctx, c, def); err != nil {
+			return err
 		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("the Sync CRD did not become Established: %w", err)
 	}
 	// The policy that refuses a Sync whose namespace and name do not fit
 	// its objects' label. Without it (an API server before 1.30, or no
@@ -337,6 +329,31 @@ func install(ctx context.Context, c client.Client, o *agentOptions) error {
 	root := rootSync(o)
 	if err := applyTyped(ctx, c, root); err != nil {
 		return fmt.Errorf("create the root Sync %s/%s: %w", root.Namespace, root.Name, err)
+	}
+	return nil
+}
+
+// installCRD applies def and waits until it is Established.
+func installCRD(ctx context.Context, c client.Client, def *apiextensionsv1.CustomResourceDefinition) error {
+	def.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
+	kind := def.Spec.Names.Kind
+	if err := applyTyped(ctx, c, def); err != nil {
+		return fmt.Errorf("install the %s CRD: %w", kind, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var got apiextensionsv1.CustomResourceDefinition
+		if err := c.Get(ctx, client.ObjectKey{Name: def.Name}, &got); err != nil {
+			return false, nil
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the %s CRD did not become Established: %w", kind, err)
 	}
 	return nil
 }

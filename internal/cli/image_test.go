@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/config/crd"
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+// installCRDs creates the driftless CRDs as the agent would, when they
+// are not there yet.
+func installCRDs(t *testing.T) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := crd.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, def := range defs {
+		if err := cl.Create(context.Background(), def); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for established := false; !established; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("CRD %s not Established", def.Name)
+			}
+			var got apiextensionsv1.CustomResourceDefinition
+			if err := cl.Get(context.Background(), client.ObjectKey{Name: def.Name}, &got); err == nil {
+				for _, c := range got.Status.Conditions {
+					established = established || c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
+				}
+			}
+		}
+	}
+}
+
+func TestImageScanPrintsTheDecisionAndWhyEachTagWasRejected(t *testing.T) {
+	installCRDs(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	reg := testenv.NewRegistry(t)
+	for _, tag := range []string{"1.0.0", "1.2.3", "2.0.0", "latest", "1.3.0-rc.1"} {
+		reg.Push(t, "app", tag)
+	}
+	p := &v1alpha1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: v1alpha1.ImagePolicySpec{Image: reg.Host() + "/app", Insecure: true, Exclude: []string{"-rc"},
+			Policy: v1alpha1.ImagePolicyChoice{SemVer: &v1alpha1.SemVerPolicy{Range: "^1"}}}}
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := env.ControlPlane.KubeconfigPath()
+
+	var got imageScan
+	res := runCLI(t, "image", "scan", ns+"/app", "-o", "json", "--kubeconfig", kubeconfig).expect(t, 0)
+	if err := json.Unmarshal([]byte(res.out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, res.out)
+	}
+	if got.Selected != "1.2.3" || !strings.HasPrefix(got.Digest, "sha256:") || got.Considered != 5 || got.Skipped != 1 {
+		t.Errorf("decision %+v, want 1.2.3 with its digest, 5 considered, 1 skipped", got)
+	}
+	why := map[string]string{}
+	for _, r := range got.Rejected {
+		why[r.Tag] = r.Reason
+	}
+	for tag, want := range map[string]string{"2.0.0": "outside the range", "latest": "not a semantic version",
+		"1.3.0-rc.1": `excluded by "-rc"`, "1.0.0": "lower than 1.2.3"} {
+		if !strings.Contains(why[tag], want) {
+			t.Errorf("%s rejected as %q, want %q", tag, why[tag], want)
+		}
+	}
+
+	text := runCLI(t, "image", "scan", ns+"/app", "--kubeconfig", kubeconfig).expect(t, 0).out
+	if !strings.Contains(text, ns+"/app selects "+reg.Host()+"/app:1.2.3") || !strings.Contains(text, "outside the range") {
+		t.Errorf("text output:\n%s", text)
+	}
+
+	runCLI(t, "image", "scan", ns+"/nope", "--kubeconfig", kubeconfig).expect(t, 2)
+	p.Spec.Policy.SemVer.Range = ">=3"
+	if err := c.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, "image", "scan", ns+"/app", "--kubeconfig", kubeconfig).expect(t, 1); !strings.Contains(r.out, "selects no tag") {
+		t.Errorf("with a range matching nothing:\n%s", r.out)
+	}
+}
+
+func TestImageListShowsPoliciesAndWhatReportModeWouldCommit(t *testing.T) {
+	installCRDs(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	p := &v1alpha1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: v1alpha1.ImagePolicySpec{Image: "registry.example.com/app", Policy: v1alpha1.ImagePolicyChoice{SemVer: &v1alpha1.SemVerPolicy{Range: "^1"}}}}
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.LatestTag = "1.2.3"
+	p.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTagSelected,
+		Message: "selected registry.example.com/app:1.2.3", LastTransitionTime: metav1.Now()}}
+	if err := c.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "https://example.com/fleet.git"}},
+			ImageUpdate: &v1alpha1.ImageUpdateSpec{}}}
+	if err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status.ImageUpdate = &v1alpha1.ImageUpdateStatus{Pending: []v1alpha1.ImageChange{{File: "apps/app.yaml", Line: 11,
+		Image: "registry.example.com/app", Old: "registry.example.com/app:1.0.0", New: "registry.example.com/app:1.2.3", Policy: ns + "/app"}}}
+	if err := c.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	out := runCLI(t, "image", "list", "-n", ns, "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0).out
+	rows := tableRows(t, strings.SplitN(out, "\n\n", 2)[0])
+	if len(rows) != 1 || rows[0]["POLICY"] != ns+"/app" || rows[0]["LATEST"] != "1.2.3" {
+		t.Errorf("policy rows %v, want %s/app at 1.2.3", rows, ns)
+	}
+	for _, want := range []string{"Sync " + ns + "/fleet (Report mode)", "would change apps/app.yaml:11 registry.example.com/app:1.0.0 -> registry.example.com/app:1.2.3 (ImagePolicy " + ns + "/app)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

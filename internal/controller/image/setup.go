@@ -1,0 +1,63 @@
+package image
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+
+	"github.com/driftless/driftless/internal/image/policy"
+)
+
+// Options configure the image automation controllers.
+type Options struct {
+	// Concurrency is how many policies are scanned at once.
+	Concurrency int
+	// Scan bounds the registry requests (retries, rate per registry).
+	Scan policy.ScanOptions
+	// CacheDir holds the scratch clones of image updates.
+	CacheDir string
+}
+
+// DefaultOptions returns the agent's defaults.
+func DefaultOptions() Options {
+	return Options{Concurrency: 2, Scan: policy.DefaultScanOptions()}
+}
+
+// CacheOptions adds what the image controllers read to opts (the Sync
+// controller's cache options): every ImagePolicy, whatever its labels.
+func CacheOptions(opts cache.Options) cache.Options {
+	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject)+1)
+	for k, v := range opts.ByObject {
+		byObject[k] = v
+	}
+	byObject[&v1alpha1.ImagePolicy{}] = cache.ByObject{Label: labels.Everything()}
+	opts.ByObject = byObject
+	return opts
+}
+
+// Setup registers the image automation controllers with mgr, whose cache
+// must hold ImagePolicies and Syncs (see CacheOptions).
+func Setup(mgr ctrl.Manager, opts Options) error {
+	scanner := policy.NewScanner(opts.Scan)
+	recorder := mgr.GetEventRecorder("driftless-image")
+	policies := &PolicyReconciler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Scanner:  scanner,
+		Recorder: recorder,
+	}
+	if err := policies.SetupWithManager(mgr, max(opts.Concurrency, 1)); err != nil {
+		return err
+	}
+	updates := &UpdateReconciler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Scanner:  scanner,
+		Recorder: recorder,
+		CacheDir: opts.CacheDir,
+	}
+	return updates.SetupWithManager(mgr)
+}

@@ -1,0 +1,269 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	synccontroller "github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/engine"
+	"github.com/driftless/driftless/internal/image/policy"
+	"github.com/driftless/driftless/internal/image/setters"
+	"github.com/driftless/driftless/internal/image/update"
+	"github.com/driftless/driftless/internal/source"
+)
+
+// Event reasons of image updates, on the Sync.
+const (
+	ReasonImageUpdateCommitted = "ImageUpdateCommitted"
+	ReasonImageUpdatePending   = "ImageUpdatePending"
+	ReasonImageUpdateFailed    = "ImageUpdateFailed"
+)
+
+// defaultUpdateInterval is how often a Sync without an interval is
+// checked for markers to update (policy changes also trigger it).
+const defaultUpdateInterval = 5 * time.Minute
+
+// UpdateReconciler runs the image update of each Sync with
+// spec.imageUpdate: after any ImagePolicy changes, and at the Sync's
+// interval.
+type UpdateReconciler struct {
+	Client client.Client
+	// Reader reads Secrets (uncached).
+	Reader client.Reader
+	// Scanner scans the registries of Flux v1 implied policies.
+	Scanner  *policy.Scanner
+	Recorder EventRecorder
+	// CacheDir holds one scratch clone per Sync.
+	CacheDir string
+	Now      func() time.Time
+}
+
+// SetupWithManager registers r with mgr.
+func (r *UpdateReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	hasImageUpdate := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		s, ok := o.(*v1alpha1.Sync)
+		return ok && s.Spec.ImageUpdate != nil
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Sync{}, builder.WithPredicates(hasImageUpdate, predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.ImagePolicy{}, handler.EnqueueRequestsFromMapFunc(r.syncsWithImageUpdate)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Named("imageupdate").
+		Complete(r)
+}
+
+// syncsWithImageUpdate enqueues every Sync with spec.imageUpdate: a marker
+// may name a policy in any namespace.
+func (r *UpdateReconciler) syncsWithImageUpdate(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list v1alpha1.SyncList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, s := range list.Items {
+		if s.Spec.ImageUpdate != nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&s)})
+		}
+	}
+	return reqs
+}
+
+func (r *UpdateReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile runs one image update of a Sync.
+func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s v1alpha1.Sync
+	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.Spec.ImageUpdate == nil || s.Spec.Suspend || !s.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	interval := s.Spec.Interval.Duration
+	if interval <= 0 {
+		interval = defaultUpdateInterval
+	}
+	out, err := r.update(ctx, &s)
+	status := &v1alpha1.ImageUpdateStatus{}
+	if s.Status.ImageUpdate != nil {
+		status.LastCommit = s.Status.ImageUpdate.LastCommit
+	}
+	now := metav1.NewTime(r.now())
+	status.LastUpdate = &now
+	for _, p := range out.Problems {
+		status.Problems = append(status.Problems, p.Error())
+	}
+	if err != nil {
+		status.Problems = append(status.Problems, err.Error())
+	}
+	commit := s.Spec.ImageUpdate.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdateCommit
+	switch {
+	case commit && out.Commit != "":
+		status.LastCommit = out.Commit
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, ReasonImageUpdateCommitted, "ImageUpdate",
+			"committed %s to branch %s: %s", source.Short(out.Commit), r.branch(&s), summary(out.Changes))
+	case !commit:
+		status.Pending = out.Changes
+		if len(out.Changes) > 0 && (s.Status.ImageUpdate == nil || !slices.Equal(s.Status.ImageUpdate.Pending, out.Changes)) {
+			r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, ReasonImageUpdatePending, "ImageUpdate",
+				"Report mode, nothing committed; would commit to branch %s: %s", r.branch(&s), summary(out.Changes))
+		}
+	}
+	if len(status.Problems) > 0 {
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, ReasonImageUpdateFailed, "ImageUpdate", "%s", strings.Join(status.Problems, "; "))
+	}
+	base := s.DeepCopy()
+	s.Status.ImageUpdate = status
+	if err := r.Client.Status().Patch(ctx, &s, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("update the status of Sync %s: %w", req.NamespacedName, err)
+	}
+	if commit && out.Commit != "" && r.branch(&s) == s.Spec.Source.Git.Branch {
+		r.requestSync(ctx, &s)
+	}
+	return ctrl.Result{RequeueAfter: interval}, nil
+}
+
+func (r *UpdateReconciler) branch(s *v1alpha1.Sync) string {
+	if b := s.Spec.ImageUpdate.Branch; b != "" {
+		return b
+	}
+	if b := s.Spec.Source.Git.Branch; b != "" {
+		return b
+	}
+	return "master"
+}
+
+// requestSync asks the Sync controller to sync now, so the commit is
+// applied without waiting for the interval.
+func (r *UpdateReconciler) requestSync(ctx context.Context, s *v1alpha1.Sync) {
+	patch := client.MergeFrom(s.DeepCopy())
+	annotations := s.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[synccontroller.RequestedAtAnnotation] = synccontroller.FormatRequestedAt(r.now())
+	s.SetAnnotations(annotations)
+	_ = r.Client.Patch(ctx, s, patch) // the interval still applies the commit
+}
+
+func (r *UpdateReconciler) update(ctx context.Context, s *v1alpha1.Sync) (update.Outcome, error) {
+	req, err := engine.SourceRequest(ctx, r.Reader, s)
+	if err != nil {
+		return update.Outcome{}, err
+	}
+	u := s.Spec.ImageUpdate
+	return update.Run(ctx, update.Request{
+		Source:  req,
+		Branch:  u.Branch,
+		Paths:   s.Spec.Paths,
+		Commit:  u.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdateCommit,
+		Author:  author(u.Author),
+		Message: u.Message,
+		Dir:     filepath.Join(r.CacheDir, "image-update", s.Namespace, s.Name),
+		Now:     r.Now,
+	}, &clusterLookup{ctx: ctx, client: r.Client, scanner: r.Scanner, implied: map[string]impliedResult{}})
+}
+
+func author(a *v1alpha1.CommitAuthor) v1alpha1.CommitAuthor {
+	if a == nil {
+		return update.DefaultAuthor
+	}
+	return *a
+}
+
+func summary(changes []v1alpha1.ImageChange) string {
+	parts := make([]string, 0, len(changes))
+	for _, c := range changes {
+		parts = append(parts, fmt.Sprintf("%s:%d %s -> %s (%s)", c.File, c.Line, c.Old, c.New, c.Policy))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// clusterLookup answers the rewriter from the ImagePolicies in the
+// cluster, and scans the registries of Flux v1 implied policies (each
+// once per update).
+type clusterLookup struct {
+	ctx     context.Context
+	client  client.Client
+	scanner *policy.Scanner
+	implied map[string]impliedResult
+}
+
+type impliedResult struct {
+	latest setters.Latest
+	err    error
+}
+
+var _ setters.Lookup = (*clusterLookup)(nil)
+
+func (l *clusterLookup) Policy(namespace, name string) (setters.Latest, error) {
+	var p v1alpha1.ImagePolicy
+	if err := l.client.Get(l.ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return setters.Latest{}, fmt.Errorf("%s/%s: %w", namespace, name, setters.ErrNoPolicy)
+		}
+		return setters.Latest{}, err
+	}
+	if p.Status.LatestTag == "" {
+		why := "it has not scanned yet"
+		if c := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+			why = c.Message
+		}
+		return setters.Latest{}, fmt.Errorf("has selected no tag yet: %s", why)
+	}
+	return setters.Latest{Image: p.Spec.Image, Tag: p.Status.LatestTag, Digest: p.Status.LatestDigest}, nil
+}
+
+func (l *clusterLookup) Implied(p setters.Implied) (setters.Latest, error) {
+	key := fmt.Sprintf("%+v", p.Spec)
+	if r, ok := l.implied[key]; ok {
+		return r.latest, r.err
+	}
+	latest, err := l.scanImplied(p)
+	l.implied[key] = impliedResult{latest, err}
+	return latest, err
+}
+
+func (l *clusterLookup) scanImplied(p setters.Implied) (setters.Latest, error) {
+	compiled, err := policy.Compile(p.Spec)
+	if err != nil {
+		return setters.Latest{}, err
+	}
+	target := policy.Target{Image: p.Spec.Image}
+	tags, err := l.scanner.List(l.ctx, target)
+	if err != nil {
+		return setters.Latest{}, err
+	}
+	d := compiled.Select(tags)
+	if d.Tag == "" {
+		return setters.Latest{}, errors.New("no tag of " + p.Spec.Image + " matches the annotation")
+	}
+	digest, err := l.scanner.Digest(l.ctx, target, d.Tag)
+	if err != nil {
+		return setters.Latest{}, err
+	}
+	return setters.Latest{Image: p.Spec.Image, Tag: d.Tag, Digest: digest}, nil
+}

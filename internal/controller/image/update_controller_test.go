@@ -1,0 +1,154 @@
+package image
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/image/policy"
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+// A marker naming a policy that does not exist, in Commit mode: nothing
+// is pushed, the Sync's status names the file and line, and a warning
+// event says it; the other file's marker is still applied.
+func TestImageUpdateReportsAMarkerNamingAMissingPolicyAndCommitsTheRest(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	head := repo.Commit(t, "apps", map[string]string{
+		"apps/bad.yaml":  "image: registry.example.com/app:1.0.0 # {\"$imagepolicy\": \"" + ns + ":missing\"}\n",
+		"apps/good.yaml": "image: registry.example.com/app:1.0.0 # {\"$imagepolicy\": \"" + ns + ":app\"}\n",
+	})
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: ns},
+		Data: map[string][]byte{"identity": srv.DeployKey, "known_hosts": srv.KnownHosts()}}); err != nil {
+		t.Fatal(err)
+	}
+	p := &v1alpha1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: semver("registry.example.com/app", "^1")}
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.LatestTag = "1.1.0"
+	if err := c.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.SSHURL(), Branch: "main",
+				SecretRef: &v1alpha1.LocalObjectReference{Name: "git"}}},
+			ImageUpdate: &v1alpha1.ImageUpdateSpec{Mode: v1alpha1.ImageUpdateCommit},
+		},
+	}
+	if err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	r := &UpdateReconciler{Client: c, Reader: c, Scanner: policy.NewScanner(policy.DefaultScanOptions()), Recorder: recorder,
+		CacheDir: t.TempDir(), Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }}
+	key := client.ObjectKeyFromObject(s)
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, s); err != nil {
+		t.Fatal(err)
+	}
+	u := s.Status.ImageUpdate
+	if u == nil || len(u.Problems) != 1 || !strings.Contains(u.Problems[0], "apps/bad.yaml:1: the marker names ImagePolicy "+ns+"/missing, which does not exist") {
+		t.Fatalf("status.imageUpdate = %+v, want the missing policy reported at apps/bad.yaml:1", u)
+	}
+	if u.LastCommit == "" {
+		t.Errorf("the good file was not committed: %+v", u)
+	}
+	show := func(path string) string {
+		out, err := testenv.GitCommand(repo.Bare, "show", "main:"+path).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return string(out)
+	}
+	if got := show("apps/bad.yaml"); !strings.Contains(got, "app:1.0.0") {
+		t.Errorf("bad.yaml was changed:\n%s", got)
+	}
+	if got := show("apps/good.yaml"); !strings.Contains(got, "app:1.1.0") {
+		t.Errorf("good.yaml was not updated:\n%s", got)
+	}
+	out, _ := testenv.GitCommand(repo.Bare, "rev-parse", "main^").CombinedOutput()
+	if strings.TrimSpace(string(out)) != head {
+		t.Errorf("the image commit's parent is %s, want %s", out, head)
+	}
+	eventFor(t, v1alpha1.SyncKind, ns, "fleet", "which does not exist")
+	eventFor(t, v1alpha1.SyncKind, ns, "fleet", "committed "+u.LastCommit[:7]+" to branch main")
+}
+
+// A repository migrated from Flux v1, unchanged: the annotations imply a
+// policy per container, scanned from the registry; Report mode lists the
+// change and pushes nothing.
+func TestImageUpdateReadsFluxV1AnnotationsAndReportsWithoutPushing(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	reg := testenv.NewRegistry(t)
+	for _, tag := range []string{"1.2.0", "1.2.5", "1.3.0"} {
+		reg.Push(t, "legacy", tag)
+	}
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	head := repo.Commit(t, "legacy", map[string]string{"workloads/legacy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: legacy
+  annotations:
+    fluxcd.io/automated: "true"
+    fluxcd.io/tag.app: semver:~1.2
+spec:
+  template:
+    spec:
+      containers:
+      - name: app
+        image: ` + reg.Host() + `/legacy:1.2.0
+`})
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: ns},
+		Data: map[string][]byte{"identity": srv.DeployKey, "known_hosts": srv.KnownHosts()}}); err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.SSHURL(), Branch: "main",
+				SecretRef: &v1alpha1.LocalObjectReference{Name: "git"}}},
+			ImageUpdate: &v1alpha1.ImageUpdateSpec{}, // Report by default
+		},
+	}
+	if err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	r := &UpdateReconciler{Client: c, Reader: c, Scanner: policy.NewScanner(policy.DefaultScanOptions()), Recorder: recorder, CacheDir: t.TempDir()}
+	key := client.ObjectKeyFromObject(s)
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, s); err != nil {
+		t.Fatal(err)
+	}
+	u := s.Status.ImageUpdate
+	if u == nil || len(u.Pending) != 1 || len(u.Problems) != 0 {
+		t.Fatalf("status.imageUpdate = %+v, want one pending change and no problems", u)
+	}
+	want := v1alpha1.ImageChange{File: "workloads/legacy.yaml", Line: 13, Image: reg.Host() + "/legacy",
+		Old: reg.Host() + "/legacy:1.2.0", New: reg.Host() + "/legacy:1.2.5", Policy: "flux-v1:Deployment/legacy:app"}
+	if u.Pending[0] != want {
+		t.Errorf("pending %+v, want %+v", u.Pending[0], want)
+	}
+	out, _ := testenv.GitCommand(repo.Bare, "rev-parse", "main").CombinedOutput()
+	if strings.TrimSpace(string(out)) != head {
+		t.Errorf("Report mode moved main to %s", out)
+	}
+	eventFor(t, v1alpha1.SyncKind, ns, "fleet", "Report mode, nothing committed")
+}

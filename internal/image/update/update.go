@@ -1,0 +1,248 @@
+package update
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/image/setters"
+	"github.com/driftless/driftless/internal/source"
+)
+
+// DefaultMessage is the commit message template when the Sync sets none.
+const DefaultMessage = `Update images ({{len .Changes}} change{{if ne (len .Changes) 1}}s{{end}})
+
+{{range .Changes}}- {{.File}}:{{.Line}}: {{.Image}}: {{.Old}} -> {{.New}} (ImagePolicy {{.Policy}})
+{{end}}`
+
+// DefaultAuthor is the commit author when the Sync sets none.
+var DefaultAuthor = v1alpha1.CommitAuthor{Name: "driftless", Email: "driftless@localhost"}
+
+// Request is one image update of a Sync.
+type Request struct {
+	// Source is the Sync's repository, branch and credentials.
+	Source source.Request
+	// Branch is where to push; empty is the Source's branch.
+	Branch string
+	// Paths are the Sync's paths.
+	Paths []string
+	// Commit says whether to commit and push (Commit mode) or only
+	// report (Report mode).
+	Commit bool
+	Author v1alpha1.CommitAuthor
+	// Message is a text/template over {{.Changes}}; empty is DefaultMessage.
+	Message string
+	// Dir is a scratch directory for the clone; it is emptied first.
+	Dir string
+	// Attempts is how many times a push that loses a race is retried
+	// on the new head; 0 means 3.
+	Attempts int
+	// Now is the commit time; nil is time.Now.
+	Now func() time.Time
+}
+
+// Outcome is what an update did.
+type Outcome struct {
+	setters.Result
+	// Revision is the commit the changes were computed on.
+	Revision string
+	// Commit is the commit pushed, empty when nothing was.
+	Commit string
+	// Message is the commit message (also in Report mode: what would
+	// be committed).
+	Message string
+}
+
+// Run clones, rewrites and, in Commit mode, commits and pushes. Problems
+// in files are in the outcome (those files are not changed); the error is
+// for what stopped the update: the clone, the push, the template.
+func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, error) {
+	if req.Source.Ref.Tag != "" || req.Source.Ref.Commit != "" {
+		return Outcome{}, errors.New("image update needs a branch source: spec.source.git names a tag or a commit, which cannot be pushed to; set spec.source.git.branch or remove spec.imageUpdate")
+	}
+	branch := req.Branch
+	if branch == "" {
+		branch = req.Source.Ref.Branch
+	}
+	if branch == "" {
+		branch = "master"
+	}
+	auth, err := req.Source.Credentials.AuthMethod(req.Source.URL)
+	if err != nil {
+		return Outcome{}, err
+	}
+	tmpl, err := template.New("message").Parse(orDefault(req.Message, DefaultMessage))
+	if err != nil {
+		return Outcome{}, fmt.Errorf("spec.imageUpdate.message is not a Go template: %w", err)
+	}
+	repo, err := clone(ctx, req, branch, auth)
+	if err != nil {
+		return Outcome{}, err
+	}
+	attempts := req.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	var lastErr error
+	for range attempts {
+		out, err := apply(req, repo, tmpl, lookup)
+		if err != nil || !req.Commit || len(out.Changes) == 0 {
+			return out, err
+		}
+		head, err := repo.Head()
+		if err != nil {
+			return Outcome{}, err
+		}
+		err = repo.PushContext(ctx, &git.PushOptions{
+			RemoteName: "origin",
+			Auth:       auth,
+			RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:refs/heads/%s", head.Name(), branch))},
+		})
+		if err == nil {
+			return out, nil
+		}
+		lastErr = fmt.Errorf("push %s to branch %s of %s: %w", source.Short(out.Commit), branch, source.Redact(req.Source.URL), err)
+		if !retryable(err) {
+			return Outcome{}, lastErr
+		}
+		// Lost a race: start again from the branch's new head, so a
+		// change pushed meanwhile (by a person, to the same file) is kept.
+		if err := resetToRemote(ctx, repo, branch, auth); err != nil {
+			return Outcome{}, errors.Join(lastErr, err)
+		}
+	}
+	return Outcome{}, fmt.Errorf("gave up after %d attempts: %w", attempts, lastErr)
+}
+
+// retryable reports whether a push error is a lost race, worth a fetch
+// and a new attempt, rather than a refusal (rights, protection).
+func retryable(err error) bool {
+	if errors.Is(err, git.ErrNonFastForwardUpdate) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "fetch first")
+}
+
+func clone(ctx context.Context, req Request, branch string, auth transport.AuthMethod) (*git.Repository, error) {
+	if err := os.RemoveAll(req.Dir); err != nil {
+		return nil, err
+	}
+	// The push branch when it exists (updates accumulate on it), else the
+	// Sync's branch to start it from.
+	for _, b := range uniq(branch, orDefault(req.Source.Ref.Branch, "master")) {
+		repo, err := git.PlainCloneContext(ctx, req.Dir, false, &git.CloneOptions{
+			URL: req.Source.URL, Auth: auth, ReferenceName: plumbing.NewBranchReferenceName(b), SingleBranch: true, Tags: git.NoTags,
+		})
+		if err == nil {
+			return repo, nil
+		}
+		_ = os.RemoveAll(req.Dir)
+		if !errors.Is(err, plumbing.ErrReferenceNotFound) && !isNoMatchingRef(err) {
+			return nil, fmt.Errorf("clone branch %s of %s: %w", b, source.Redact(req.Source.URL), err)
+		}
+	}
+	return nil, fmt.Errorf("neither branch %s nor %s exists in %s", branch, req.Source.Ref.Branch, source.Redact(req.Source.URL))
+}
+
+func isNoMatchingRef(err error) bool {
+	return strings.Contains(err.Error(), "couldn't find remote ref")
+}
+
+// apply rewrites the markers in the worktree and, in Commit mode, commits.
+func apply(req Request, repo *git.Repository, tmpl *template.Template, lookup setters.Lookup) (Outcome, error) {
+	head, err := repo.Head()
+	if err != nil {
+		return Outcome{}, err
+	}
+	res, err := setters.Update(setters.Options{Root: req.Dir, Paths: req.Paths, DryRun: !req.Commit}, lookup)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out := Outcome{Result: res, Revision: head.Hash().String()}
+	if len(res.Changes) == 0 {
+		return out, nil
+	}
+	var msg bytes.Buffer
+	if err := tmpl.Execute(&msg, struct{ Changes []v1alpha1.ImageChange }{res.Changes}); err != nil {
+		return Outcome{}, fmt.Errorf("spec.imageUpdate.message: %w", err)
+	}
+	out.Message = msg.String()
+	if !req.Commit {
+		return out, nil
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return Outcome{}, err
+	}
+	for _, f := range res.Files {
+		if _, err := wt.Add(f); err != nil {
+			return Outcome{}, fmt.Errorf("stage %s: %w", f, err)
+		}
+	}
+	author := req.Author
+	if author.Name == "" {
+		author.Name = DefaultAuthor.Name
+	}
+	if author.Email == "" {
+		author.Email = DefaultAuthor.Email
+	}
+	now := time.Now
+	if req.Now != nil {
+		now = req.Now
+	}
+	sig := &object.Signature{Name: author.Name, Email: author.Email, When: now()}
+	hash, err := wt.Commit(out.Message, &git.CommitOptions{Author: sig, Committer: sig})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("commit: %w", err)
+	}
+	out.Commit = hash.String()
+	return out, nil
+}
+
+// resetToRemote fetches branch and resets the worktree to it.
+func resetToRemote(ctx context.Context, repo *git.Repository, branch string, auth transport.AuthMethod) error {
+	remoteRef := plumbing.NewRemoteReferenceName("origin", branch)
+	err := repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: "origin", Auth: auth, Force: true, Tags: git.NoTags,
+		RefSpecs: []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", branch, remoteRef))},
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return fmt.Errorf("fetch branch %s: %w", branch, err)
+	}
+	ref, err := repo.Reference(remoteRef, true)
+	if err != nil {
+		return fmt.Errorf("branch %s after fetch: %w", branch, err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return err
+	}
+	return wt.Reset(&git.ResetOptions{Commit: ref.Hash(), Mode: git.HardReset})
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func uniq(a, b string) []string {
+	if a == b {
+		return []string{a}
+	}
+	return []string{a, b}
+}

@@ -1,0 +1,195 @@
+package update
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/image/setters"
+	"github.com/driftless/driftless/internal/source"
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+spec:
+  replicas: 1 # scaled by hand
+  template:
+    spec:
+      containers:
+      - name: app
+        image: registry.example.com/app:1.0.0 # {"$imagepolicy": "team:app"}
+`
+
+// lookup answers from a fixed selection; before, when set, runs once at
+// the first question (between the clone and the push).
+type lookup struct {
+	latest setters.Latest
+	once   sync.Once
+	before func()
+}
+
+func (l *lookup) Policy(ns, name string) (setters.Latest, error) {
+	if l.before != nil {
+		l.once.Do(l.before)
+	}
+	if ns+"/"+name != "team/app" {
+		return setters.Latest{}, fmt.Errorf("%s/%s: %w", ns, name, setters.ErrNoPolicy)
+	}
+	return l.latest, nil
+}
+
+func (l *lookup) Implied(setters.Implied) (setters.Latest, error) {
+	return setters.Latest{}, fmt.Errorf("no implied policies here")
+}
+
+func newRepo(t *testing.T) (*testenv.GitServer, *testenv.Repo, Request) {
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	repo.Checkout(t, "main")
+	repo.Commit(t, "add app", map[string]string{"apps/app.yaml": deployment, "README.md": "fleet\n"})
+	req := Request{
+		Source: source.Request{URL: repo.SSHURL(), Ref: source.Ref{Branch: "main"},
+			Credentials: source.Credentials{Identity: srv.DeployKey, KnownHosts: srv.KnownHosts()}},
+		Paths:  []string{"apps"},
+		Commit: true,
+		Author: v1alpha1.CommitAuthor{Name: "Image Bot", Email: "bot@example.com"},
+		Dir:    filepath.Join(t.TempDir(), "clone"),
+		Now:    func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
+	}
+	return srv, repo, req
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := testenv.GitCommand(dir, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestCommitModePushesOneCommitListingTheChange(t *testing.T) {
+	_, repo, req := newRepo(t)
+	before := gitOut(t, repo.Bare, "rev-parse", "main")
+	out, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := gitOut(t, repo.Bare, "rev-parse", "main")
+	if head == before || head != out.Commit {
+		t.Fatalf("server's main is %s (was %s), want the pushed commit %s", head, before, out.Commit)
+	}
+	if author := gitOut(t, repo.Bare, "log", "-1", "--format=%an <%ae>", "main"); author != "Image Bot <bot@example.com>" {
+		t.Errorf("author %q, want the configured one", author)
+	}
+	msg := gitOut(t, repo.Bare, "log", "-1", "--format=%B", "main")
+	for _, want := range []string{"apps/app.yaml:11", "1.0.0 -> registry.example.com/app:1.2.3", "ImagePolicy team/app"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("commit message lacks %q:\n%s", want, msg)
+		}
+	}
+	got := gitOut(t, repo.Bare, "show", "main:apps/app.yaml")
+	want := strings.Replace(deployment, "app:1.0.0", "app:1.2.3", 1)
+	if got+"\n" != want {
+		t.Errorf("file after the commit:\n%s\nwant only the tag changed:\n%s", got, want)
+	}
+
+	// Nothing left to change: nothing is committed.
+	again, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Commit != "" || gitOut(t, repo.Bare, "rev-parse", "main") != head {
+		t.Errorf("a second run with nothing to change committed %q", again.Commit)
+	}
+}
+
+func TestReportModePushesNothing(t *testing.T) {
+	_, repo, req := newRepo(t)
+	req.Commit = false
+	before := gitOut(t, repo.Bare, "rev-parse", "main")
+	out, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Changes) != 1 || out.Changes[0].New != "registry.example.com/app:1.2.3" || out.Commit != "" {
+		t.Errorf("outcome %+v, want the one change reported and no commit", out)
+	}
+	if !strings.Contains(out.Message, "ImagePolicy team/app") {
+		t.Errorf("report message %q does not say what would be committed", out.Message)
+	}
+	if after := gitOut(t, repo.Bare, "rev-parse", "main"); after != before {
+		t.Errorf("report mode moved main from %s to %s", before, after)
+	}
+}
+
+func TestAPushThatLosesARaceIsReappliedOnTheNewHeadKeepingTheHumansChange(t *testing.T) {
+	_, repo, req := newRepo(t)
+	l := &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}}
+	l.before = func() { // a person pushes to the same file after our clone
+		repo.Commit(t, "scale up", map[string]string{"apps/app.yaml": strings.Replace(deployment, "replicas: 1", "replicas: 3", 1)})
+	}
+	out, err := Run(context.Background(), req, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := gitOut(t, repo.Bare, "show", "main:apps/app.yaml")
+	if !strings.Contains(got, "replicas: 3 # scaled by hand") || !strings.Contains(got, "app:1.2.3") {
+		t.Errorf("file on main:\n%s\nwant the human's replicas: 3 and the new tag", got)
+	}
+	if parent := gitOut(t, repo.Bare, "log", "-1", "--format=%s", out.Commit+"^"); parent != "scale up" {
+		t.Errorf("the image commit's parent is %q, want the human's commit", parent)
+	}
+}
+
+func TestARefusedPushIsAClearErrorAndNotRetried(t *testing.T) {
+	_, repo, req := newRepo(t)
+	hook := filepath.Join(repo.Bare, "hooks", "pre-receive")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'robots may not push here' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := gitOut(t, repo.Bare, "rev-parse", "main")
+	_, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err == nil || !strings.Contains(err.Error(), "push") || !strings.Contains(err.Error(), "branch main") {
+		t.Fatalf("error = %v, want one saying the push to branch main failed", err)
+	}
+	if strings.Contains(err.Error(), "gave up after") {
+		t.Errorf("a refusal was retried: %v", err)
+	}
+	if after := gitOut(t, repo.Bare, "rev-parse", "main"); after != before {
+		t.Errorf("main moved to %s", after)
+	}
+}
+
+func TestPushingToAnotherBranchLeavesTheSyncsBranchAlone(t *testing.T) {
+	_, repo, req := newRepo(t)
+	req.Branch = "image-updates"
+	before := gitOut(t, repo.Bare, "rev-parse", "main")
+	out, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gitOut(t, repo.Bare, "rev-parse", "image-updates"); got != out.Commit {
+		t.Errorf("image-updates is %s, want %s", got, out.Commit)
+	}
+	if after := gitOut(t, repo.Bare, "rev-parse", "main"); after != before {
+		t.Errorf("main moved to %s", after)
+	}
+}
+
+func TestATagSourceCannotBeUpdated(t *testing.T) {
+	_, _, req := newRepo(t)
+	req.Source.Ref = source.Ref{Tag: "v1"}
+	if _, err := Run(context.Background(), req, &lookup{}); err == nil || !strings.Contains(err.Error(), "branch") {
+		t.Errorf("error = %v, want one asking for a branch source", err)
+	}
+}
