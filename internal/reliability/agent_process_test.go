@@ -42,7 +42,7 @@ type agentProcess struct {
 
 // startAgentProcess starts the agent binary as agentUser with the flags
 // every test needs; its log goes to a file in the test's directory.
-func startAgentProcess(t *testing.T, cacheDir string) *agentProcess {
+func startAgentProcess(t *testing.T, namespace, cacheDir string) *agentProcess {
 	t.Helper()
 	bin, err := driftlessBinary()
 	if err != nil {
@@ -56,7 +56,7 @@ func startAgentProcess(t *testing.T, cacheDir string) *agentProcess {
 	defer logFile.Close()
 	cmd := exec.Command(bin, "agent",
 		"--kubeconfig", agentKubeconfig(t),
-		"--namespace", "driftless-system",
+		"--namespace", namespace, // the test's Syncs act as the agent
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0",
 		"--leader-elect=false",

@@ -223,7 +223,7 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 	r.key = newSync(t, ns, "corpus", r.repo.FileURL(), func(s *v1alpha1.Sync) {
 		s.Spec.Substitute = map[string]string{"cluster": "test"}
 	})
-	startInProcessAgent(t,
+	startInProcessAgent(t, ns,
 		// Small budgets, so that the over-budget cases stay small.
 		"--render-max-files", "60",
 		"--render-max-documents", "300",

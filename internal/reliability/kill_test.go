@@ -49,7 +49,7 @@ func TestAgentKilledMidSyncLosesNothingFromPrune(t *testing.T) {
 	first := repo.Commit(t, "the first revision", map[string]string{"base.yaml": configMapInWave("base", "0")})
 	key := newSync(t, ns, "killed", repo.FileURL(), nil)
 	cache := t.TempDir()
-	agent := startAgentProcess(t, cache)
+	agent := startAgentProcess(t, ns, cache)
 	eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
 
 	// Wave 0 of the second revision is written, then the sync waits for
@@ -71,7 +71,7 @@ func TestAgentKilledMidSyncLosesNothingFromPrune(t *testing.T) {
 	agent.kill()
 
 	third := repo.Commit(t, "drop them again", map[string]string{"added.yaml": "", "slow.yaml": "", "late.yaml": ""})
-	agent = startAgentProcess(t, cache)
+	agent = startAgentProcess(t, ns, cache)
 	eventually(t, 2*time.Minute, "the third revision is applied by the restarted agent", appliedAt(key, third))
 	for _, name := range added {
 		if exists(t, ns, name) {

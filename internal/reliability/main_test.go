@@ -98,15 +98,17 @@ type inProcessAgent struct {
 }
 
 // startInProcessAgent runs `driftless agent` with args (and the flags
-// every test needs) until the test ends.
-func startInProcessAgent(t *testing.T, args ...string) *inProcessAgent {
+// every test needs) until the test ends. namespace is the agent's own, the
+// one the test's Syncs are in: they act as the agent and may read file://
+// repositories, as the root Sync does.
+func startInProcessAgent(t *testing.T, namespace string, args ...string) *inProcessAgent {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &inProcessAgent{cancel: cancel, done: make(chan struct{})}
 	cmd := cli.NewRootCommand(io.Discard, io.Discard)
 	cmd.SetArgs(append([]string{"agent",
 		"--kubeconfig", agentKubeconfig(t),
-		"--namespace", "driftless-system",
+		"--namespace", namespace,
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0",
 		"--leader-elect=false",

@@ -98,7 +98,7 @@ func TestAPIServerAndEtcdRestartsMidSync(t *testing.T) {
 	key := newSync(t, ns, "restarts", repo.FileURL(), nil)
 	// A slow client, so that a sync of 40 objects takes several seconds
 	// and the API server can be stopped in the middle of it.
-	startInProcessAgent(t, "--kube-api-qps", "8", "--kube-api-burst", "4")
+	startInProcessAgent(t, ns, "--kube-api-qps", "8", "--kube-api-burst", "4")
 	eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
 
 	const n = 40
