@@ -39,7 +39,7 @@ func TestDecide(t *testing.T) {
 			}),
 			wantAllowed: true},
 		{name: "a person's edit of a protected object is refused, naming the Sync, the file and the break-glass group",
-			in: with(func(in *Input) { in.Protected = true }),
+			in:          with(func(in *Input) { in.Protected = true }),
 			wantMessage: "ConfigMap apps/app is protected by driftless (driftless.dev/protect=deny): it is managed by driftless driftless-system/default from workloads/app.yaml — change it in git, or as a member of the break-glass group oncall"},
 		{name: "the break-glass group may edit a protected object, with a warning",
 			in:          with(func(in *Input) { in.Protected, in.Groups = true, []string{"oncall"} }),
