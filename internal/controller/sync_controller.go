@@ -210,6 +210,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	o.dryRun = r.DryRun || s.DryRun() ||
 		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == appliedGeneration(&s.Status))
 	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars)
+	o.commit = r.commitOf(s, o.revision)
 	if err != nil {
 		return fail(reason, err)
 	}
