@@ -59,3 +59,19 @@ func TestInstallWaitsForTheAgentDeploymentToBeAvailable(t *testing.T) {
 		t.Errorf("available replicas = %d, want 1", d.Status.AvailableReplicas)
 	}
 }
+
+// On a cluster where the agent runs, every check passes.
+func TestCheckPassesOnAnInstalledAndAvailableAgent(t *testing.T) {
+	ns := env.Namespace(t)
+	kubeconfig := env.ControlPlane.KubeconfigPath()
+	var out, errOut bytes.Buffer
+	if code := cli.Execute([]string{"install", "--kubeconfig", kubeconfig, "--namespace", ns, "--git-url", "https://example.com/fleet.git", "--timeout", "2m"}, &out, &errOut); code != 0 {
+		t.Fatalf("install exited %d: %s", code, errOut.String())
+	}
+	out.Reset()
+	code := cli.Execute([]string{"check", "--kubeconfig", kubeconfig, "--namespace", ns}, &out, &errOut)
+	t.Logf("check:\n%s", out.String())
+	if code != 0 || strings.Contains(out.String(), "FAIL") {
+		t.Errorf("check exited %d:\n%s", code, out.String())
+	}
+}
