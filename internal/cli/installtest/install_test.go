@@ -126,7 +126,9 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 	if code, out, errOut := run("", "uninstall", "--timeout", "2m"); code != 0 {
 		t.Fatalf("uninstall failed: %s\n%s", errOut, out)
 	}
-	gone := func(obj client.Object) bool { return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(obj), obj)) }
+	gone := func(obj client.Object) bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+	}
 	for _, obj := range []client.Object{
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless"}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless"}},
