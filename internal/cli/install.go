@@ -349,7 +349,8 @@ func waitAvailable(ctx context.Context, c client.Client, key client.ObjectKey, t
 // exportYAML prints objects as one YAML stream.
 func exportYAML(out io.Writer, objs []*unstructured.Unstructured) error {
 	var b bytes.Buffer
-	b.WriteString("# driftless install --export: apply with `kubectl apply --server-side -f`.\n")
+	b.WriteString("# driftless install --export: apply with `kubectl apply --server-side --force-conflicts -f`\n")
+	b.WriteString("# (the agent re-applies its CRD at start, so it shares fields with you).\n")
 	b.WriteString("# The deploy key Secret " + deployKeySecret + " is not included: create it\n")
 	b.WriteString("# with `driftless install` or `kubectl create secret generic` (keys identity, known_hosts).\n")
 	for _, obj := range objs {

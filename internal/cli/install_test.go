@@ -34,7 +34,7 @@ func TestInstallExportIsValidAndRunsTheAgentWithItsRealFlags(t *testing.T) {
 	if err := os.WriteFile(file, []byte(r.out), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := kubectl(t, nil, "apply", "--server-side", "--dry-run=server", "-f", file); err != nil {
+	if _, stderr, err := kubectl(t, nil, "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", file); err != nil {
 		t.Fatalf("the API server refuses the exported YAML: %v\n%s", err, stderr)
 	}
 
