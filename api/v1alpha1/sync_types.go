@@ -361,10 +361,40 @@ type SyncRecord struct {
 	Adopted int `json:"adopted,omitempty"`
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Subject is the first line of the synced commit's message, at most
+	// MaxSubject characters; Author is the commit's author name. Empty
+	// when the attempt failed before the commit was fetched.
+	// +optional
+	Subject string `json:"subject,omitempty"`
+	// +optional
+	Author string `json:"author,omitempty"`
+	// Changes lists the objects the attempt created, configured or pruned
+	// (for a dry run: would have), at most MaxRecordChanges of them;
+	// MoreChanges counts the others.
+	// +optional
+	Changes []ObjectChange `json:"changes,omitempty"`
+	// +optional
+	MoreChanges int `json:"moreChanges,omitempty"`
+}
+
+// ObjectChange is one object a sync changed.
+type ObjectChange struct {
+	// Action is Created, Configured or Pruned.
+	Action string `json:"action"`
+	// Object is "Kind/namespace/name", or "Kind/name" for a cluster-scoped
+	// object.
+	Object string `json:"object"`
 }
 
 // MaxHistory is how many SyncRecords a Sync keeps.
 const MaxHistory = 10
+
+// MaxRecordChanges bounds SyncRecord.Changes; MaxSubject bounds
+// SyncRecord.Subject.
+const (
+	MaxRecordChanges = 20
+	MaxSubject       = 120
+)
 
 // DriftAction is what driftless did about a drift.
 // +kubebuilder:validation:Enum=Reverted;Reported;Paused

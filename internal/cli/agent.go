@@ -72,6 +72,10 @@ type agentOptions struct {
 	defaultServiceAccount string
 	noCrossNamespaceRefs  bool
 	allowFileURLs         bool
+	admission             bool
+	admissionAddr         string
+	admissionURL          string
+	admissionBreakGlass   string
 }
 
 const rootSyncName = "default"
@@ -136,6 +140,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.webhookSecret, "webhook-secret", "", "Secret in the agent's namespace with the webhook secrets: one key per provider (github, gitlab, gitea, bitbucket, generic), or the key token for all; required with --webhook-bind-address")
 	f.StringSliceVar(&o.webhookProxies, "webhook-trusted-proxies", nil, "comma-separated CIDRs of the proxies in front of the webhook receiver (an Ingress): requests from them are rate-limited by their X-Forwarded-For sender; empty limits by the TCP peer")
 	f.StringVar(&o.notifyConfig, "notify-config", "", "YAML file of notification targets (Slack, Teams, generic webhook), the Syncs and events each receives, and the dedup settings (docs/notifications.md); empty sends none")
+	addAdmissionFlags(f, o)
 	return cmd
 }
 
@@ -181,6 +186,10 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
+	// Writes without a field manager of their own are recorded as
+	// "driftless" (the default is the binary's name), which the admission
+	// webhook recognises as the agent's.
+	cfg.UserAgent = "driftless/" + version
 	if o.namespace == "" {
 		o.namespace = os.Getenv("POD_NAMESPACE")
 	}
@@ -267,6 +276,15 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 			return err
 		}
 		if err := mgr.Add(hooks); err != nil {
+			return err
+		}
+	}
+	if o.admission {
+		hook, err := admissionServer(ctx, mgr, direct, o)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(hook); err != nil {
 			return err
 		}
 	}

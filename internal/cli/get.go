@@ -32,6 +32,10 @@ type getOptions struct {
 	namespace     string
 	allNamespaces bool
 	watch         bool
+	// allContexts lists every context of the kubeconfig, each within
+	// contextTimeout.
+	allContexts    bool
+	contextTimeout time.Duration
 }
 
 func newGetCommand() *cobra.Command {
@@ -63,16 +67,27 @@ every namespace (-A), one row each:
              cluster to managed objects; the Sync keeps the last 20)
   SUSPENDED  True when spec.suspend stops the Sync
 
+--all-contexts lists every context of the kubeconfig at once (each in its
+context's namespace, or -n, or -A), with a CONTEXT column first; a context
+that does not answer within --context-timeout is shown as Unreachable (and
+one whose API server answers with an error as Error) with the reason under
+the table, and the others are listed all the same. It fails only when no
+context could be listed.
+
 --watch prints the table again whenever a Sync changes, until Ctrl-C.
 -o json and -o yaml print {"syncs": [...]} with the fields namespace, name,
 revision (full SHA), ready, reason, message, lastSyncAt, objects,
 driftLast24h, driftIncidents (all kept) and suspended; with --watch, one
-document per change.`,
+document per change. With --all-contexts each Sync also has context, and
+"unreachableContexts" lists [{context, status, error}].`,
 		Example: `  # every Sync of the cluster
   driftless get syncs -A
 
   # the Syncs of one namespace, printed again as they change
   driftless get syncs -n driftless-system --watch
+
+  # every Sync of every cluster of the kubeconfig
+  driftless get syncs -A --all-contexts
 
   # for scripts
   driftless get syncs -A -o json | jq -r '.syncs[] | select(.ready != "True") | .name'`,
@@ -91,6 +106,8 @@ document per change.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace to list (default: the kubeconfig context's namespace)")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the Syncs of every namespace")
 	f.BoolVarP(&o.watch, "watch", "w", false, "print the table again whenever a Sync changes, until interrupted")
+	f.BoolVar(&o.allContexts, "all-contexts", false, "list the Syncs of every context of the kubeconfig, with a CONTEXT column; unreachable contexts are shown as such")
+	f.DurationVar(&o.contextTimeout, "context-timeout", defaultContextTimeout, "with --all-contexts, how long each context may take to answer before it is shown as Unreachable")
 	addOutputFlag(cmd, &o.output)
 	o.cluster.add(cmd)
 	return cmd
@@ -98,6 +115,8 @@ document per change.`,
 
 // syncRow is one Sync as `get syncs` shows it; its JSON names are stable.
 type syncRow struct {
+	// Context is the kubeconfig context, with --all-contexts.
+	Context   string `json:"context,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	// Revision is status.lastAppliedRevision, the full SHA.
@@ -120,8 +139,12 @@ type syncRow struct {
 // syncList is the data of `get syncs`.
 type syncList struct {
 	Syncs []syncRow `json:"syncs"`
-	// allNamespaces adds the NAMESPACE column to the table.
+	// Unreachable lists the contexts --all-contexts could not list.
+	Unreachable []contextError `json:"unreachableContexts,omitempty"`
+	// allNamespaces adds the NAMESPACE column to the table, contexts the
+	// CONTEXT column.
 	allNamespaces bool
+	contexts      bool
 	now           time.Time
 	colour        painter
 }
@@ -152,12 +175,15 @@ func newSyncRow(s *v1alpha1.Sync, now time.Time) syncRow {
 }
 
 func renderSyncTable(w io.Writer, l syncList) error {
-	if len(l.Syncs) == 0 {
+	if len(l.Syncs) == 0 && len(l.Unreachable) == 0 {
 		_, err := fmt.Fprintln(w, "No Syncs found.")
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	var header []string
+	if l.contexts {
+		header = append(header, "CONTEXT")
+	}
 	if l.allNamespaces {
 		header = append(header, "NAMESPACE")
 	}
@@ -166,6 +192,9 @@ func renderSyncTable(w io.Writer, l syncList) error {
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range l.Syncs {
 		var cells []string
+		if l.contexts {
+			cells = append(cells, r.Context)
+		}
 		if l.allNamespaces {
 			cells = append(cells, r.Namespace)
 		}
@@ -184,7 +213,23 @@ func renderSyncTable(w io.Writer, l syncList) error {
 			age(l.now, last), fmt.Sprint(r.Objects), fmt.Sprint(r.DriftLast24h), suspended)
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	return tw.Flush()
+	for _, u := range l.Unreachable {
+		cells := []string{u.Context}
+		if l.allNamespaces {
+			cells = append(cells, "-")
+		}
+		cells = append(cells, "-", "-", l.colour.paint(colourRed, u.Status), "-", "-", "-", l.colour.paint(colourNone, "-"))
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, u := range l.Unreachable {
+		if _, err := fmt.Fprintf(w, "%s: %s: %s\n", u.Context, strings.ToLower(u.Status), u.Error); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func runGetSyncs(ctx context.Context, o *getOptions, out io.Writer) error {
@@ -194,6 +239,9 @@ func runGetSyncs(ctx context.Context, o *getOptions, out io.Writer) error {
 	v, err := newView(o.output, tableView[syncList](renderSyncTable))
 	if err != nil {
 		return err
+	}
+	if o.allContexts {
+		return runGetSyncsAllContexts(ctx, o, v, out)
 	}
 	c, ns, host, err := o.cluster.syncClient()
 	if err != nil {

@@ -48,8 +48,8 @@ shop               new       -          Unknown               -           0     
 func TestHistoryColouredTableLinesUpAsThePlainOne(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	h := historyReport{Sync: "shop/web", now: now, History: []historyRecord{
-		{StartedAt: metav1.NewTime(now.Add(-time.Minute)), Revision: shaAPI, Result: "Failed", Reason: "BuildFailed", Duration: "30ms", Message: "workloads/broken.yaml:1: invalid YAML"},
-		{StartedAt: metav1.NewTime(now.Add(-time.Hour)), Revision: shaWeb, Result: "Succeeded", Reason: "Succeeded", Duration: "1.2s", Created: 2, Message: "applied 8e1a1e8: 2 created, 0 configured, 0 unchanged, 0 pruned"},
+		{StartedAt: metav1.NewTime(now.Add(-time.Minute)), Revision: shaAPI, Subject: "api: break it", Author: "Jane Doe", Result: "Failed", Reason: "BuildFailed", Duration: "30ms", Message: "workloads/broken.yaml:1: invalid YAML"},
+		{StartedAt: metav1.NewTime(now.Add(-time.Hour)), Revision: shaWeb, Subject: "web: first", Author: "Ann Li", Result: "Succeeded", Reason: "Succeeded", Duration: "1.2s", Created: 2, Message: "applied 8e1a1e8: 2 created, 0 configured, 0 unchanged, 0 pruned"},
 	}}
 	var plain, coloured strings.Builder
 	if err := renderHistoryTable(&plain, h); err != nil {
@@ -62,9 +62,9 @@ func TestHistoryColouredTableLinesUpAsThePlainOne(t *testing.T) {
 	if got := ansi.ReplaceAllString(coloured.String(), ""); got != plain.String() {
 		t.Errorf("coloured history without its colour codes:\n%s\nwant the plain table:\n%s", got, plain.String())
 	}
-	want := `AGE  STARTED               REVISION  RESULT                DURATION  CREATED  CONFIGURED  UNCHANGED  PRUNED  ADOPTED  MESSAGE
-60s  2026-11-30T09:59:00Z  f9eb344   Failed (BuildFailed)  30ms      0        0           0          0       0        workloads/broken.yaml:1: invalid YAML
-60m  2026-11-30T09:00:00Z  8e1a1e8   Succeeded             1.2s      2        0           0          0       0        applied 8e1a1e8: 2 created, 0 configured, 0 unchanged, 0 pruned
+	want := `AGE  STARTED               REVISION  SUBJECT        AUTHOR    RESULT                DURATION  CREATED  CONFIGURED  UNCHANGED  PRUNED  ADOPTED  MESSAGE
+60s  2026-11-30T09:59:00Z  f9eb344   api: break it  Jane Doe  Failed (BuildFailed)  30ms      0        0           0          0       0        workloads/broken.yaml:1: invalid YAML
+60m  2026-11-30T09:00:00Z  8e1a1e8   web: first     Ann Li    Succeeded             1.2s      2        0           0          0       0        applied 8e1a1e8: 2 created, 0 configured, 0 unchanged, 0 pruned
 `
 	if plain.String() != want {
 		t.Errorf("history:\n%s\nwant:\n%s", plain.String(), want)

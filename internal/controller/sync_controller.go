@@ -275,6 +275,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	o.dryRun = r.DryRun || s.DryRun() ||
 		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == appliedGeneration(&s.Status))
 	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars)
+	o.commit = r.commitOf(req, o.revision)
 	if err != nil {
 		return fail(reason, err)
 	}

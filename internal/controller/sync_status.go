@@ -34,6 +34,8 @@ type outcome struct {
 	// movedBack says the source went back to an older revision (see
 	// movedBack), or is empty.
 	movedBack string
+	// commit is the synced commit's, once fetched.
+	commit source.Commit
 }
 
 // pending reports whether a dry run found anything to do.
@@ -219,7 +221,10 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 		Pruned:     o.changes.Count(apply.Pruned),
 		Adopted:    len(o.changes.Adopted()),
 		Message:    ready.Message,
+		Subject:    o.commit.Subject,
+		Author:     o.commit.Author,
 	}
+	record.Changes, record.MoreChanges = recordChanges(o.changes)
 	if o.err != nil {
 		record.Result = v1alpha1.ResultFailed
 	}

@@ -1,0 +1,68 @@
+package admission
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecide(t *testing.T) {
+	id := Identity{AgentUser: "system:serviceaccount:driftless-system:driftless", BreakGlassGroup: "oncall"}
+	managed := Input{Object: "ConfigMap apps/app", Sync: "driftless-system/default", SyncFound: true, Reverted: true, File: "workloads/app.yaml",
+		User: "alice", Groups: []string{"system:authenticated"}, FieldManager: "kubectl-edit"}
+	with := func(change func(*Input)) Input { in := managed; change(&in); return in }
+	tests := []struct {
+		name        string
+		in          Input
+		wantAllowed bool
+		wantWarning string
+		wantMessage string
+	}{
+		{name: "a person's edit of a managed object is allowed with a warning that it will be reverted", in: managed, wantAllowed: true,
+			wantWarning: "managed by driftless driftless-system/default from workloads/app.yaml; this change will be reverted — change it in git"},
+		{name: "with self-heal off the warning says the change stays but differs from git",
+			in:          with(func(in *Input) { in.Reverted, in.NotRevertedWhy = false, "self-heal is off" }),
+			wantAllowed: true, wantWarning: "managed by driftless driftless-system/default from workloads/app.yaml; this change will not be reverted (self-heal is off) but differs from git — change it in git"},
+		{name: "an object of unknown origin is warned without a file", in: with(func(in *Input) { in.File = "" }), wantAllowed: true,
+			wantWarning: "managed by driftless driftless-system/default; this change will be reverted — change it in git"},
+		{name: "an unmanaged object passes silently", in: with(func(in *Input) { in.Sync = "" }), wantAllowed: true},
+		{name: "an object labelled for a Sync that does not exist passes silently", in: with(func(in *Input) { in.SyncFound = false }), wantAllowed: true},
+		{name: "a write that changes nothing passes silently", in: with(func(in *Input) { in.NoChange = true; in.Protected = true }), wantAllowed: true},
+		{name: "the agent's own write of a protected object passes silently",
+			in:          with(func(in *Input) { in.User, in.FieldManager, in.Protected = id.AgentUser, "driftless", true }),
+			wantAllowed: true},
+		{name: "a person sharing the agent's user is still warned when kubectl names its field manager",
+			in:          with(func(in *Input) { in.User = id.AgentUser }),
+			wantAllowed: true, wantWarning: "this change will be reverted"},
+		{name: "the autoscaler in kube-system passes silently even on a protected object",
+			in: with(func(in *Input) {
+				in.User, in.Groups, in.Protected = "system:serviceaccount:kube-system:horizontal-pod-autoscaler", []string{"system:serviceaccounts:kube-system"}, true
+			}),
+			wantAllowed: true},
+		{name: "a person's edit of a protected object is refused, naming the Sync, the file and the break-glass group",
+			in:          with(func(in *Input) { in.Protected = true }),
+			wantMessage: "ConfigMap apps/app is protected by driftless (driftless.dev/protect=deny): it is managed by driftless driftless-system/default from workloads/app.yaml — change it in git, or as a member of the break-glass group oncall"},
+		{name: "the break-glass group may edit a protected object, with a warning",
+			in:          with(func(in *Input) { in.Protected, in.Groups = true, []string{"oncall"} }),
+			wantAllowed: true, wantWarning: "ConfigMap apps/app is protected (driftless.dev/protect=deny); allowed for break-glass group oncall. managed by driftless"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Decide(tt.in, id)
+			if got.Allowed != tt.wantAllowed {
+				t.Errorf("allowed = %v, want %v (%+v)", got.Allowed, tt.wantAllowed, got)
+			}
+			if (tt.wantWarning == "") != (got.Warning == "") || !strings.Contains(got.Warning, tt.wantWarning) {
+				t.Errorf("warning = %q, want one containing %q", got.Warning, tt.wantWarning)
+			}
+			if got.Message != tt.wantMessage {
+				t.Errorf("message = %q, want %q", got.Message, tt.wantMessage)
+			}
+		})
+	}
+	t.Run("without a break-glass group the refusal names none", func(t *testing.T) {
+		got := Decide(with(func(in *Input) { in.Protected = true }), Identity{AgentUser: id.AgentUser})
+		if got.Allowed || strings.Contains(got.Message, "break-glass") {
+			t.Errorf("got %+v, want a refusal that names no break-glass group", got)
+		}
+	})
+}

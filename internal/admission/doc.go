@@ -1,0 +1,16 @@
+// Package admission is the agent's optional validating admission webhook
+// (--admission-warnings): it tells the person who edits an object a Sync
+// manages, through the API server's admission warnings that kubectl
+// prints, that the change will be reverted and where in git to make it,
+// and refuses edits of objects annotated driftless.dev/protect=deny.
+//
+// It serves HTTPS with a certificate it generates, keeps in a Secret and
+// rotates before it expires, and registers itself in a
+// ValidatingWebhookConfiguration with failurePolicy Ignore, so the
+// cluster never depends on it. It never changes an object and never
+// decides what the agent does: a refused or warned edit is only advice
+// given early; drift detection and revert stay in package drift.
+//
+// Decide is the pure decision (who, what, which Sync); Handler turns
+// AdmissionReview requests into it; Server serves and registers both.
+package admission

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/admission"
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+// kubectl runs the real kubectl against the test control plane and
+// returns its stdout and stderr.
+func kubectl(t *testing.T, extraEnv []string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(env.ControlPlane.BinDir, "kubectl"), append([]string{"--kubeconfig", env.ControlPlane.KubeconfigPath()}, args...)...)
+	cmd.Env = append(os.Environ(), extraEnv...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// startAdmissionAgent runs an agent with the admission webhook registered
+// at a loopback URL, and removes the registration when the test ends.
+func startAdmissionAgent(t *testing.T, ns string, extra ...string) *runningAgent {
+	t.Helper()
+	addr := loopbackAddr(t)
+	a := startAgent(t, append([]string{
+		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
+		"--namespace", ns,
+		"--admission-warnings",
+		"--admission-bind-address", addr,
+		"--admission-webhook-url", "https://" + addr + admission.Path,
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", "0",
+		"--leader-elect=false",
+		"--cache-dir", t.TempDir(),
+	}, extra...)...)
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: admission.ConfigurationName(ns)}})
+	})
+	a.eventually("the webhook is registered with a CA bundle", func() string {
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := c.Get(context.Background(), client.ObjectKey{Name: admission.ConfigurationName(ns)}, &vwc); err != nil {
+			return err.Error()
+		}
+		if len(vwc.Webhooks) == 0 || len(vwc.Webhooks[0].ClientConfig.CABundle) == 0 {
+			return "no CA bundle"
+		}
+		return ""
+	})
+	return a
+}
+
+// A person editing, patching or scaling an object a Sync manages with the
+// real kubectl is told by kubectl where in git to change it and that the
+// change will be reverted; a protected object refuses the edit except for
+// the break-glass group; unmanaged objects and the agent's own writes get
+// nothing.
+func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
+	locked := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: locked\n  namespace: %s\n  annotations:\n    driftless.dev/protect: deny\ndata:\n  greeting: \"v1\"\n", ns)
+	rev := repo.Commit(t, "first", map[string]string{
+		"apps/app.yaml":    configMapIn(ns, "app", "v1"),
+		"apps/web.yaml":    deploymentIn(ns, "web"),
+		"apps/locked.yaml": locked,
+	})
+	a := startAdmissionAgent(t, ns, "--admission-break-glass-group", "driftless:break-glass")
+	sync := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source:   v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
+			Paths:    []string{"apps"},
+			Interval: metav1.Duration{Duration: time.Hour},
+		},
+	}
+	if err := c.Create(ctx, sync); err != nil {
+		t.Fatal(err)
+	}
+	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	if err := c.Create(ctx, mustConfigMap(ns, "unmanaged")); err != nil {
+		t.Fatal(err)
+	}
+	reverted := fmt.Sprintf("Warning: managed by driftless %s/apps from apps/%%s; this change will be reverted — change it in git", ns)
+
+	t.Run("kubectl patch prints the warning and succeeds", func(t *testing.T) {
+		_, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "app", "-p", `{"data":{"greeting":"by hand"}}`)
+		if err != nil {
+			t.Fatalf("kubectl patch failed: %v: %s", err, stderr)
+		}
+		t.Logf("kubectl printed: %s", stderr)
+		if want := fmt.Sprintf(reverted, "app.yaml"); !strings.Contains(stderr, want) {
+			t.Errorf("kubectl printed %q, want %q", stderr, want)
+		}
+	})
+	t.Run("kubectl edit prints the warning and succeeds", func(t *testing.T) {
+		editor := filepath.Join(t.TempDir(), "editor.sh")
+		if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/greeting: .*/greeting: edited/' \"$1\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, err := kubectl(t, []string{"KUBE_EDITOR=" + editor}, "-n", ns, "edit", "configmap", "app")
+		if err != nil {
+			t.Fatalf("kubectl edit failed: %v: %s", err, stderr)
+		}
+		if want := fmt.Sprintf(reverted, "app.yaml"); !strings.Contains(stderr, want) {
+			t.Errorf("kubectl printed %q, want %q", stderr, want)
+		}
+	})
+	t.Run("kubectl scale prints the warning and succeeds", func(t *testing.T) {
+		_, stderr, err := kubectl(t, nil, "-n", ns, "scale", "deployment", "web", "--replicas=2")
+		if err != nil {
+			t.Fatalf("kubectl scale failed: %v: %s", err, stderr)
+		}
+		t.Logf("kubectl printed: %s", stderr)
+		if want := fmt.Sprintf(reverted, "web.yaml"); !strings.Contains(stderr, want) {
+			t.Errorf("kubectl printed %q, want %q", stderr, want)
+		}
+	})
+	t.Run("an unmanaged object gets no warning", func(t *testing.T) {
+		_, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "unmanaged", "-p", `{"data":{"greeting":"by hand"}}`)
+		if err != nil || strings.Contains(stderr, "Warning") {
+			t.Errorf("kubectl patch of an unmanaged object: err %v, stderr %q; want success and no warning", err, stderr)
+		}
+	})
+	t.Run("a protected object refuses the edit and says why", func(t *testing.T) {
+		_, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "locked", "-p", `{"data":{"greeting":"by hand"}}`)
+		if err == nil {
+			t.Fatalf("kubectl patch of a protected object succeeded; stderr %q", stderr)
+		}
+		t.Logf("kubectl printed: %s", stderr)
+		for _, want := range []string{"denied the request", "ConfigMap " + ns + "/locked is protected by driftless (driftless.dev/protect=deny)",
+			"managed by driftless " + ns + "/apps from apps/locked.yaml — change it in git, or as a member of the break-glass group driftless:break-glass"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("kubectl printed %q, want it to contain %q", stderr, want)
+			}
+		}
+		if got := configValue(t, ns, "locked"); got != "v1" {
+			t.Errorf("greeting = %q after a refused edit, want v1", got)
+		}
+	})
+	t.Run("the break-glass group may edit a protected object, and the agent reverts it", func(t *testing.T) {
+		_, stderr, err := kubectl(t, nil, "--as", "oncall", "--as-group", "driftless:break-glass", "--as-group", "system:masters",
+			"-n", ns, "patch", "configmap", "locked", "-p", `{"data":{"greeting":"break glass"}}`)
+		if err != nil {
+			t.Fatalf("break-glass kubectl patch failed: %v: %s", err, stderr)
+		}
+		if !strings.Contains(stderr, "allowed for break-glass group driftless:break-glass") {
+			t.Errorf("kubectl printed %q, want the break-glass warning", stderr)
+		}
+		// The agent's own revert of a protected object is not refused.
+		a.eventually("the agent reverts the protected object", func() string {
+			if got := configValue(t, ns, "locked"); got != "v1" {
+				return "greeting = " + got
+			}
+			return ""
+		})
+	})
+	t.Run("a suspended Sync's warning says the change stays but differs from git", func(t *testing.T) {
+		patch := client.MergeFrom(sync.DeepCopy())
+		sync.Spec.Suspend = true
+		if err := c.Patch(ctx, sync, patch); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("Warning: managed by driftless %s/apps from apps/app.yaml; this change will not be reverted (the Sync is suspended) but differs from git — change it in git", ns)
+		n := 0
+		a.eventually("the warning says not reverted", func() string {
+			n++
+			_, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "app", "-p", fmt.Sprintf(`{"data":{"greeting":"by hand %d"}}`, n))
+			if err != nil {
+				return err.Error() + ": " + stderr
+			}
+			if !strings.Contains(stderr, want) {
+				return "kubectl printed " + stderr
+			}
+			return ""
+		})
+	})
+}
+
+func mustConfigMap(ns, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"greeting": "v1"}}
+}
