@@ -53,6 +53,9 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		rule("apiextensions.k8s.io", "customresourcedefinitions", "get,create,patch"),
 		// cli install: applies the admission policy for Sync names.
 		rule("admissionregistration.k8s.io", "validatingadmissionpolicies,validatingadmissionpolicybindings", "create,patch"),
+		// admission.Server.register (--admission-warnings): server-side
+		// applies the agent's ValidatingWebhookConfiguration.
+		rule("admissionregistration.k8s.io", "validatingwebhookconfigurations", "create,patch"),
 		// engine.SourceRequest (git secretRef), engine.Variables
 		// (substituteFrom), receiver (webhook Secret): one Get each.
 		rule("", "secrets,configmaps", "get"),
@@ -60,7 +63,9 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		rule("events.k8s.io", "events", "create,patch"),
 		// controller.Watches: metadata-only watches of managed objects of
 		// any kind a Sync applies, selected by the driftless.dev/sync label.
-		rule("*", "*", "list,watch"),
+		// admission.Handler: with --admission-warnings, get reads the
+		// object a */scale request scales.
+		rule("*", "*", "get,list,watch"),
 		// controller.Identities: act as the ServiceAccount a Sync names.
 		rule("", "serviceaccounts", "impersonate"),
 	}
@@ -76,6 +81,15 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 	if diff := cmp.Diff(leader, find[*rbacv1.Role](t, objs, namespace, "driftless-leader-election").Rules); diff != "" {
 		t.Errorf("Role driftless-leader-election rules (-want +got):\n%s", diff)
 	}
+	admission := []rbacv1.PolicyRule{
+		// admission.Server: creates the serving certificate's Secret once,
+		rule("", "secrets", "create"),
+		// then reads and renews only that Secret.
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"driftless-admission-tls"}, Verbs: []string{"get", "update"}},
+	}
+	if diff := cmp.Diff(admission, find[*rbacv1.Role](t, objs, namespace, "driftless-admission").Rules); diff != "" {
+		t.Errorf("Role driftless-admission rules (-want +got):\n%s", diff)
+	}
 	// Nothing else grants the agent anything; cluster-admin goes to the
 	// root Sync's ServiceAccount only.
 	for _, o := range objs {
@@ -85,7 +99,7 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 				t.Errorf("an unexpected ClusterRole %s", b.Name)
 			}
 		case *rbacv1.Role:
-			if b.Name != "driftless-leader-election" {
+			if b.Name != "driftless-leader-election" && b.Name != "driftless-admission" {
 				t.Errorf("an unexpected Role %s", b.Name)
 			}
 		case *rbacv1.ClusterRoleBinding:
@@ -94,7 +108,7 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 				t.Errorf("ClusterRoleBinding %s binds %s to %+v", b.Name, b.RoleRef.Name, b.Subjects)
 			}
 		case *rbacv1.RoleBinding:
-			if b.RoleRef.Name != "driftless-leader-election" || len(b.Subjects) != 1 || b.Subjects[0].Name != "driftless" {
+			if (b.RoleRef.Name != "driftless-leader-election" && b.RoleRef.Name != "driftless-admission") || len(b.Subjects) != 1 || b.Subjects[0].Name != "driftless" {
 				t.Errorf("RoleBinding %s binds %s to %+v", b.Name, b.RoleRef.Name, b.Subjects)
 			}
 		}
