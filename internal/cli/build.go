@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -115,6 +116,9 @@ func runBuild(ctx context.Context, o *buildOptions, out io.Writer) error {
 	}
 	for _, obj := range objects {
 		maskStrings(substitutedSecrets(obj, vars), obj.Object.Object)
+		if obj.Decrypted {
+			maskDecrypted(nil, obj.Object.Object)
+		}
 	}
 	if o.output == "json" {
 		items := make([]any, len(objects))
@@ -159,7 +163,12 @@ func (o *buildOptions) validate() error {
 // variables it substituted.
 func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]render.Variable, error) {
 	if o.sync == "" {
+		decrypt, err := localDecryptor()
+		if err != nil {
+			return nil, nil, err
+		}
 		objects, err := render.Render(render.Options{
+			Decrypt:         decrypt,
 			Root:            o.repo,
 			Paths:           o.paths,
 			TargetNamespace: o.targetNamespace,
@@ -190,7 +199,11 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 	if err != nil {
 		return nil, nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}
-	objects, err := engine.RenderDir(&s, o.repo, engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}, Variables: vars, Budgets: o.budgets})
+	keys, err := engine.DecryptionKeys(ctx, c, &s, client.ObjectKey{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("decryption keys of Sync %s: %w", key, err)
+	}
+	objects, err := engine.RenderDir(&s, o.repo, engine.RenderOptions{Scope: controller.MapperScope{Mapper: mapper}, Variables: vars, Budgets: o.budgets, Decrypt: engine.Decryptor(keys)})
 	return objects, vars, err
 }
 

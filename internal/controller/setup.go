@@ -48,6 +48,10 @@ type Options struct {
 	// Notify, when it has targets, sends notifications about Syncs
 	// (internal/notify): every event still goes to the API server.
 	Notify notify.Config
+	// DefaultAgeKey names the default key Secret for Syncs in its
+	// namespace that set no spec.decryption.secretRef (agent
+	// --sops-age-key-secret); empty means none.
+	DefaultAgeKey client.ObjectKey
 }
 
 // DefaultOptions returns the agent's defaults.
@@ -95,6 +99,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		CacheDir:      opts.CacheDir,
 		DryRun:        opts.DryRun,
 		FullResync:    opts.FullResync,
+		DefaultAgeKey: opts.DefaultAgeKey,
 	}
 	policy := drift.DefaultPolicy()
 	drifts := &DriftReconciler{

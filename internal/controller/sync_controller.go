@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/source"
 )
 
@@ -48,6 +50,9 @@ type SyncReconciler struct {
 	Recorder EventRecorder
 	// CacheDir holds one checkout per Sync.
 	CacheDir string
+	// DefaultAgeKey is the agent's default key Secret
+	// (--sops-age-key-secret), for Syncs in its namespace that name none.
+	DefaultAgeKey client.ObjectKey
 	// DryRun makes every Sync report instead of write (agent --dry-run).
 	DryRun bool
 	// Watches, when set, watches managed objects for drift; while it
@@ -199,7 +204,12 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	if err != nil {
 		return fail(variablesFailure(err), err)
 	}
-	if r.watchedAndCurrent(s, o.revision, engine.VariablesDigest(vars)) && !requestPending(s) {
+	keys, err := engine.DecryptionKeys(ctx, r.Reader, s, r.DefaultAgeKey)
+	if err != nil {
+		return fail(keysFailure(err), err)
+	}
+	digest := engine.VariablesDigest(vars) + keys.Digest()
+	if r.watchedAndCurrent(s, o.revision, digest) && !requestPending(s) {
 		// Nothing new in git, and the watches report every change in
 		// the cluster: no request per object.
 		o.duration = time.Since(o.started)
@@ -209,7 +219,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 	// compared: drift is reported, not reverted.
 	o.dryRun = r.DryRun || s.DryRun() ||
 		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == appliedGeneration(&s.Status))
-	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars)
+	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys)
 	if err != nil {
 		return fail(reason, err)
 	}
@@ -283,7 +293,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync) outcome {
 		if errors.Is(res.Err, errSuperseded) {
 			return fail(v1alpha1.ReasonProgressing, res.Err)
 		}
-		return fail(res.Reason, res.Err)
+		return fail(res.Reason, hideDecrypted(res.Err, byID))
 	}
 	if !o.dryRun {
 		r.Store.SetLastFull(key, r.now())
@@ -316,6 +326,32 @@ func uncertain(res engine.Result) []plan.ID {
 // that is not a variable name.
 func variablesFailure(err error) string {
 	if errors.Is(err, engine.ErrVariablesUnreadable) {
+		return v1alpha1.ReasonFetchFailed
+	}
+	return v1alpha1.ReasonBuildFailed
+}
+
+// hideDecrypted returns err with its text hidden when it names an object
+// that holds values decrypted from git: the API server may quote them.
+func hideDecrypted(err error, byID map[plan.ID]render.Object) error {
+	var names []string
+	for _, id := range apply.FailedIDs(err) {
+		if byID[id].Decrypted {
+			names = append(names, id.String())
+		}
+	}
+	if len(names) == 0 {
+		return err
+	}
+	return fmt.Errorf("%s failed; the error is not shown because they hold values decrypted from git (try the object without its encrypted values, or apply it by hand from a decrypted copy): %w",
+		strings.Join(names, ", "), errHidden{err})
+}
+
+// keysFailure is the Ready reason of a failure to read the Sync's key
+// Secret: FetchFailed (retried soon) when the API server could not
+// answer, BuildFailed when the Secret is missing or holds no age identity.
+func keysFailure(err error) string {
+	if errors.Is(err, engine.ErrKeysUnreadable) {
 		return v1alpha1.ReasonFetchFailed
 	}
 	return v1alpha1.ReasonBuildFailed
@@ -400,14 +436,15 @@ func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
 // desiredObjects returns the rendered objects of revision, from the Store
 // when neither the revision, the Sync's spec nor its variables changed
 // since the last render.
-func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable) ([]render.Object, string, error) {
+func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys) ([]render.Object, string, error) {
 	key := s.Namespace + "/" + s.Name
-	digest := engine.VariablesDigest(vars)
+	digest := engine.VariablesDigest(vars) + keys.Digest()
 	if objects, ok := r.Store.Rendered(key, s.UID, revision, s.Generation, digest); ok {
 		return objects, "", nil
 	}
 	opts := r.RenderOptions
 	opts.Variables = vars
+	opts.Decrypt = engine.Decryptor(keys)
 	objects, reason, err := engine.Render(ctx, s, req, revision, filepath.Join(r.CacheDir, s.Namespace, s.Name), opts)
 	if err != nil {
 		return nil, reason, err

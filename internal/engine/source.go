@@ -60,6 +60,9 @@ type RenderOptions struct {
 	// Variables are the Sync's variables (see Variables); nil substitutes
 	// nothing.
 	Variables map[string]render.Variable
+	// Decrypt decrypts the files encrypted with SOPS (see
+	// DecryptionKeys); nil decrypts nothing.
+	Decrypt render.Decryptor
 }
 
 func (o RenderOptions) forSync(s *v1alpha1.Sync, dir, revision string) render.Options {
@@ -73,5 +76,6 @@ func (o RenderOptions) forSync(s *v1alpha1.Sync, dir, revision string) render.Op
 		Budgets:         o.Budgets,
 		Kustomize:       render.KustomizeOptions{AllowRemote: s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote},
 		Variables:       o.Variables,
+		Decrypt:         o.Decrypt,
 	}
 }

@@ -25,6 +25,9 @@
 // them beyond what driftless itself reads; the API server does that.
 //
 // Kustomize runs with every plugin off: no exec, container or Go plugin
-// functions and no Helm inflation. Helm charts and SOPS decryption are
-// still to come.
+// functions and no Helm inflation. Helm charts are still to come.
+//
+// Every file the render reads, manifests and the files a kustomization
+// reads alike, goes through one reader, which decrypts files encrypted with
+// SOPS with Options.Decrypt, in memory (see Decryptor).
 package render
