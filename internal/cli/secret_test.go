@@ -171,3 +171,34 @@ func TestDiffAgainstTheClusterMasksDecryptedValues(t *testing.T) {
 		t.Errorf("output shows a decrypted value:\n%s", r.out)
 	}
 }
+
+func TestBuildOfflineDecryptsWithMyKeysAndMasksTheValues(t *testing.T) {
+	id, err := fage.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	enc, err := secrets.Encrypt("cm.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  token: "+secretMarker+"\n"),
+		secrets.Rule{Recipients: []string{id.Recipient().String()}, EncryptedRegex: "^data$"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), enc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	t.Setenv("SOPS_AGE_KEY_FILE", filepath.Join(dir, "none"))
+	if code := Execute([]string{"build", "--repo", dir}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "cannot be read") {
+		t.Errorf("build with an unreadable key file: exit %d, stderr %s", code, errOut.String())
+	}
+	t.Setenv("SOPS_AGE_KEY_FILE", "")
+	t.Setenv("SOPS_AGE_KEY", id.String())
+	out.Reset()
+	errOut.Reset()
+	if code := Execute([]string{"build", "--repo", dir}, &out, &errOut); code != 0 {
+		t.Fatalf("build: exit %d\n%s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "token: '***'") || strings.Contains(out.String(), secretMarker) {
+		t.Errorf("build printed\n%s\nwant the decrypted value masked", out.String())
+	}
+}
