@@ -294,6 +294,27 @@ type SyncSpec struct {
 	// the tags their ImagePolicies select (see docs/image-automation.md).
 	// +optional
 	ImageUpdate *ImageUpdateSpec `json:"imageUpdate,omitempty"`
+	// Decryption decrypts the files in paths encrypted with SOPS, in
+	// memory, at render time: manifests, and every file a kustomization
+	// reads. Without it, a Sync whose paths hold an encrypted file fails
+	// (BuildFailed), naming the file.
+	// +optional
+	Decryption *Decryption `json:"decryption,omitempty"`
+}
+
+// Decryption says how to decrypt a Sync's encrypted files.
+type Decryption struct {
+	// Provider is sops, the only one.
+	// +kubebuilder:validation:Enum=sops
+	// +kubebuilder:default=sops
+	// +optional
+	Provider string `json:"provider,omitempty"`
+	// SecretRef names a Secret in the Sync's namespace whose entries
+	// ending in .agekey hold age identities (one or more a line). Without
+	// it, a Sync in the agent's own namespace uses the agent's default
+	// key Secret (--sops-age-key-secret), and any other Sync fails.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }
 
 // SubstituteReference names a ConfigMap or Secret in the Sync's namespace

@@ -65,6 +65,7 @@ type agentOptions struct {
 	budgets        render.Budgets
 	webhookAddr    string
 	webhookSecret  string
+	sopsAgeKey     string
 	webhookProxies []string
 	notifyConfig   string
 
@@ -138,6 +139,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.BoolVar(&o.allowFileURLs, "allow-file-urls", false, "let Syncs outside the agent's namespace use file:// sources, which read the agent's filesystem (tests, demos); without it only the agent's namespace may")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "address of the webhook receiver (/hooks/github, /hooks/gitlab, /hooks/gitea, /hooks/bitbucket, /hooks/generic), such as :9292: a push wakes the Syncs that follow the pushed branch or tag at once (docs/webhooks.md); empty disables it")
 	f.StringVar(&o.webhookSecret, "webhook-secret", "", "Secret in the agent's namespace with the webhook secrets: one key per provider (github, gitlab, gitea, bitbucket, generic), or the key token for all; required with --webhook-bind-address")
+	f.StringVar(&o.sopsAgeKey, "sops-age-key-secret", "", "Secret, as namespace/name, whose *.agekey entries decrypt SOPS files for the Syncs in its namespace that set no spec.decryption.secretRef (the root Sync); empty means none (docs/secrets.md)")
 	f.StringSliceVar(&o.webhookProxies, "webhook-trusted-proxies", nil, "comma-separated CIDRs of the proxies in front of the webhook receiver (an Ingress): requests from them are rate-limited by their X-Forwarded-For sender; empty limits by the TCP peer")
 	f.StringVar(&o.notifyConfig, "notify-config", "", "YAML file of notification targets (Slack, Teams, generic webhook), the Syncs and events each receives, and the dedup settings (docs/notifications.md); empty sends none")
 	addAdmissionFlags(f, o)
@@ -172,6 +174,14 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	if o.webhookAddr != "" && o.webhookSecret == "" {
 		return fmt.Errorf("--webhook-bind-address needs --webhook-secret: name the Secret in the agent's namespace that holds the webhook secrets (docs/webhooks.md)")
+	}
+	var ageKey client.ObjectKey
+	if o.sopsAgeKey != "" {
+		ns, name, ok := strings.Cut(o.sopsAgeKey, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("--sops-age-key-secret %q: write namespace/name, such as driftless-system/sops-age", o.sopsAgeKey)
+		}
+		ageKey = client.ObjectKey{Namespace: ns, Name: name}
 	}
 	var notifications notify.Config
 	if o.notifyConfig != "" {
@@ -252,6 +262,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 			CrossNamespaceRefs:    !o.noCrossNamespaceRefs,
 			FileURLs:              o.allowFileURLs,
 		},
+		DefaultAgeKey: ageKey,
 	}); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -114,6 +115,9 @@ func runBuild(ctx context.Context, o *buildOptions, out io.Writer) error {
 	}
 	for _, obj := range objects {
 		maskStrings(substitutedSecrets(obj, vars), obj.Object.Object)
+		if obj.Decrypted {
+			maskDecrypted(nil, obj.Object.Object)
+		}
 	}
 	if o.output == "json" {
 		items := make([]any, len(objects))
@@ -158,7 +162,12 @@ func (o *buildOptions) validate() error {
 // variables it substituted.
 func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]render.Variable, error) {
 	if o.sync == "" {
+		decrypt, err := localDecryptor()
+		if err != nil {
+			return nil, nil, err
+		}
 		objects, err := render.Render(render.Options{
+			Decrypt:         decrypt,
 			Root:            o.repo,
 			Paths:           o.paths,
 			TargetNamespace: o.targetNamespace,
@@ -189,7 +198,12 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 	if err != nil {
 		return nil, nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}
+	keys, err := engine.DecryptionKeys(ctx, c, &s, client.ObjectKey{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("decryption keys of Sync %s: %w", key, err)
+	}
 	ropts.Variables = vars
+	ropts.Decrypt = engine.Decryptor(keys)
 	objects, err := engine.RenderDir(ctx, &s, o.repo, ropts)
 	return objects, vars, err
 }

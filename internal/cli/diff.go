@@ -35,6 +35,9 @@ type diffOptions struct {
 
 	// budgets bound each render, as the agent's --render-max-* do.
 	budgets render.Budgets
+	// decrypt decrypts SOPS files offline, with the age identities of the
+	// environment (localDecryptor).
+	decrypt render.Decryptor
 }
 
 func newDiffCommand() *cobra.Command {

@@ -52,6 +52,11 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if ropts.Variables, err = engine.Variables(ctx, c, &s); err != nil {
 		return nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}
+	keys, err := engine.DecryptionKeys(ctx, c, &s, client.ObjectKey{})
+	if err != nil {
+		return nil, fmt.Errorf("decryption keys of Sync %s: %w", key, err)
+	}
+	ropts.Decrypt = engine.Decryptor(keys)
 	var objects []render.Object
 	var to string
 	if len(o.paths) > 0 {
@@ -69,10 +74,11 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	}
 	res := engine.Run(ctx, c, engine.Input{Sync: &s, Objects: objects, Inventory: previous, DryRun: true})
 	if res.Err != nil {
-		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, engine.MaskSecrets(res.Err, ropts.Variables))
+		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, hideDecryptedErr(engine.MaskSecrets(res.Err, ropts.Variables), objects))
 	}
 	r := newDiffReport("live", to)
 	r.secretValues = map[plan.ID][]string{}
+	r.decrypted = decryptedIDs(objects)
 	for _, obj := range objects {
 		if values := substitutedSecrets(obj, ropts.Variables); len(values) > 0 {
 			r.secretValues[plan.IDOf(obj.Object)] = values

@@ -25,6 +25,11 @@ import (
 // cluster and reports the objects added, removed and modified between
 // them.
 func offlineDiff(ctx context.Context, o *diffOptions) (*diffReport, error) {
+	decrypt, err := localDecryptor()
+	if err != nil {
+		return nil, err
+	}
+	o.decrypt = decrypt
 	tmp, err := os.MkdirTemp("", "driftless-diff-")
 	if err != nil {
 		return nil, err
@@ -50,6 +55,7 @@ func offlineDiff(ctx context.Context, o *diffOptions) (*diffReport, error) {
 		return nil, err
 	}
 	r := newDiffReport(from.label, to.label)
+	r.decrypted = decryptedIDs(before, after)
 	if err := r.compare(before, after); err != nil {
 		return nil, err
 	}
@@ -163,6 +169,7 @@ func (co *diffSide) render(o *diffOptions) ([]render.Object, error) {
 		TargetNamespace: o.targetNamespace,
 		Scope:           builtinScope{},
 		Budgets:         o.budgets,
+		Decrypt:         o.decrypt,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", co.flag, co.label, err)

@@ -65,6 +65,9 @@ type diffReport struct {
 	// secretValues are, by object, the values substituted into it from
 	// Secrets (spec.substituteFrom): they show as "***".
 	secretValues map[plan.ID][]string
+	// decrypted are the objects that hold values decrypted from git
+	// (render.Object.Decrypted): every value shows as "***".
+	decrypted map[plan.ID]bool
 }
 
 func newDiffReport(from, to string) *diffReport {
@@ -79,6 +82,9 @@ func (r *diffReport) hasChanges() bool { return len(r.Changes) > 0 }
 // may be nil for a create or delete).
 func (r *diffReport) add(action diffAction, id plan.ID, origin, reason string, before, after *unstructured.Unstructured) error {
 	b, a := forDisplay(before), forDisplay(after)
+	if r.decrypted[id] {
+		maskDecrypted(b, a)
+	}
 	maskSecrets(id, b, a)
 	if values := r.secretValues[id]; len(values) > 0 {
 		maskStrings(values, b, a)

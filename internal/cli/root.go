@@ -41,7 +41,7 @@ Run "driftless <command> --help" for the flags of each command.`,
 	root.SetErr(errOut)
 	root.AddCommand(newVersionCommand(), newAgentCommand(), newDiffCommand(), newBuildCommand())
 	root.AddCommand(newGetCommand(), newHistoryCommand(), newReconcileCommand(), newSuspendCommand(), newResumeCommand())
-	root.AddCommand(newExplainCommand(), newEventsCommand(), newTreeCommand(), newImageCommand())
+	root.AddCommand(newExplainCommand(), newEventsCommand(), newTreeCommand(), newImageCommand(), newSecretCommand())
 	root.AddCommand(newInstallCommand(), newIdentityCommand(), newCheckCommand(), newUninstallCommand())
 	return root
 }

@@ -114,6 +114,10 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	}
 	change, err := apply.NewManager(id.client, opts).ApplyOne(ctx, step)
 	release()
+	if err != nil && obj.Decrypted {
+		err = fmt.Errorf("%s (%s): the drift check failed; the error is not shown because the object holds values decrypted from git: %w",
+			step.ID, obj.Origin, errHidden{err})
+	}
 	if err != nil && len(obj.SecretVariables) > 0 {
 		// The API server may quote the object's values, some of them
 		// from a Secret: say what failed, not what it said.
@@ -155,7 +159,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		action = v1alpha1.DriftPaused
 	}
 	fields := drift.Attribute(obj.Object, change.Applied, change.Live, opts.FieldManager)
-	if len(obj.SecretVariables) > 0 {
+	if len(obj.SecretVariables) > 0 || obj.Decrypted {
 		fields = drift.Masked(fields)
 	}
 	if len(fields) > maxDriftFields {

@@ -54,6 +54,10 @@ type Options struct {
 	// and makes every Sync act as its ServiceAccount (docs/security.md).
 	// Nil: every Sync acts as the agent, unfenced.
 	Tenancy *Tenancy
+	// DefaultAgeKey names the default key Secret for Syncs in its
+	// namespace that set no spec.decryption.secretRef (agent
+	// --sops-age-key-secret); empty means none.
+	DefaultAgeKey client.ObjectKey
 }
 
 // DefaultOptions returns the agent's defaults.
@@ -107,12 +111,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		Identities: identities,
 		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets, Reader: mgr.GetAPIReader(),
 			ChartCache: &charts.Fetcher{Dir: filepath.Join(opts.CacheDir, "charts")}},
-		Discovery:  dc,
-		Store:      store,
-		Recorder:   recorder,
-		CacheDir:   opts.CacheDir,
-		DryRun:     opts.DryRun,
-		FullResync: opts.FullResync,
+		Discovery:     dc,
+		Store:         store,
+		Recorder:      recorder,
+		CacheDir:      opts.CacheDir,
+		DryRun:        opts.DryRun,
+		FullResync:    opts.FullResync,
+		DefaultAgeKey: opts.DefaultAgeKey,
 	}
 	policy := drift.DefaultPolicy()
 	drifts := &DriftReconciler{

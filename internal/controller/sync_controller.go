@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"k8s.io/client-go/discovery"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/source"
 )
 
@@ -60,6 +62,9 @@ type SyncReconciler struct {
 	// CacheDir holds the git mirrors: one per repository and credentials,
 	// shared by every Sync that reads it (see source.Mirror).
 	CacheDir string
+	// DefaultAgeKey is the agent's default key Secret
+	// (--sops-age-key-secret), for Syncs in its namespace that name none.
+	DefaultAgeKey client.ObjectKey
 	// DryRun makes every Sync report instead of write (agent --dry-run).
 	DryRun bool
 	// Watches, when set, watches managed objects for drift; while it
@@ -264,7 +269,12 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(variablesFailure(err), err)
 	}
-	if r.watchedAndCurrent(s, o.revision, engine.VariablesDigest(vars)) && !requestPending(s) {
+	keys, err := engine.DecryptionKeys(ctx, r.Reader, s, r.DefaultAgeKey)
+	if err != nil {
+		return fail(keysFailure(err), err)
+	}
+	digest := engine.VariablesDigest(vars) + keys.Digest()
+	if r.watchedAndCurrent(s, o.revision, digest) && !requestPending(s) {
 		// Nothing new in git, and the watches report every change in
 		// the cluster: no request per object.
 		o.duration = time.Since(o.started)
@@ -274,7 +284,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// compared: drift is reported, not reverted.
 	o.dryRun = r.DryRun || s.DryRun() ||
 		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == appliedGeneration(&s.Status))
-	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars)
+	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys)
 	o.commit = r.commitOf(req, o.revision)
 	if err != nil {
 		return fail(reason, err)
@@ -350,7 +360,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		if errors.Is(res.Err, errSuperseded) {
 			return fail(v1alpha1.ReasonProgressing, res.Err)
 		}
-		return fail(res.Reason, res.Err)
+		return fail(res.Reason, hideDecrypted(res.Err, byID))
 	}
 	if !o.dryRun {
 		r.Store.SetLastFull(key, r.now())
@@ -383,6 +393,32 @@ func uncertain(res engine.Result) []plan.ID {
 // that is not a variable name.
 func variablesFailure(err error) string {
 	if errors.Is(err, engine.ErrVariablesUnreadable) {
+		return v1alpha1.ReasonFetchFailed
+	}
+	return v1alpha1.ReasonBuildFailed
+}
+
+// hideDecrypted returns err with its text hidden when it names an object
+// that holds values decrypted from git: the API server may quote them.
+func hideDecrypted(err error, byID map[plan.ID]render.Object) error {
+	var names []string
+	for _, id := range apply.FailedIDs(err) {
+		if byID[id].Decrypted {
+			names = append(names, id.String())
+		}
+	}
+	if len(names) == 0 {
+		return err
+	}
+	return fmt.Errorf("%s failed; the error is not shown because they hold values decrypted from git (try the object without its encrypted values, or apply it by hand from a decrypted copy): %w",
+		strings.Join(names, ", "), errHidden{err})
+}
+
+// keysFailure is the Ready reason of a failure to read the Sync's key
+// Secret: FetchFailed (retried soon) when the API server could not
+// answer, BuildFailed when the Secret is missing or holds no age identity.
+func keysFailure(err error) string {
+	if errors.Is(err, engine.ErrKeysUnreadable) {
 		return v1alpha1.ReasonFetchFailed
 	}
 	return v1alpha1.ReasonBuildFailed
@@ -469,9 +505,9 @@ func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
 // since the last render: the same revision, or for a render of plain
 // manifests a new revision that left the Sync's paths as they were (a
 // commit to another app of the repository).
-func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable) ([]render.Object, string, error) {
+func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys) ([]render.Object, string, error) {
 	key := s.Namespace + "/" + s.Name
-	digest := engine.VariablesDigest(vars)
+	digest := engine.VariablesDigest(vars) + keys.Digest()
 	if objects, ok := r.Store.Rendered(key, s.UID, revision, s.Generation, digest); ok {
 		return objects, "", nil
 	}
@@ -499,6 +535,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 		return nil, engine.FetchReason(err), err
 	}
 	defer tree.Release()
+	opts.Decrypt = engine.Decryptor(keys)
 	renders.Inc()
 	var outside atomic.Bool
 	opts.ReadOutside = func() { outside.Store(true) }

@@ -138,6 +138,9 @@ type RenderOptions struct {
 	// valuesFrom. Such a render may change with no new commit, so it must
 	// not be reused for the same revision.
 	ReadOutside func()
+	// Decrypt decrypts the files encrypted with SOPS (see
+	// DecryptionKeys); nil decrypts nothing.
+	Decrypt render.Decryptor
 }
 
 func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revision string) render.Options {
@@ -174,5 +177,6 @@ func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revis
 		APIVersions:     o.APIVersions,
 		ValuesFrom:      values,
 		Charts:          chartFetcher,
+		Decrypt:         o.Decrypt,
 	}
 }

@@ -30,6 +30,9 @@
 // functions and no Helm inflation. Helm charts of the repository are read
 // through the checkout's root; charts from repositories and registries
 // come from a ChartFetcher, and valuesFrom through a ValuesReader, both
-// the caller's: render itself fetches nothing. SOPS decryption is still
-// to come.
+// the caller's: render itself fetches nothing.
+//
+// Every file the render reads, manifests and the files a kustomization
+// reads alike, goes through one reader, which decrypts files encrypted with
+// SOPS with Options.Decrypt, in memory (see Decryptor).
 package render

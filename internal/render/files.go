@@ -112,7 +112,9 @@ func isManifest(name string) bool {
 // readFile reads a file of the checkout, refusing files larger than
 // maxFileSize and files that do not fit in what is left of the render's
 // MaxBytes, with an error that wraps ErrOverBudget. The checkout's fs.FS
-// refuses symbolic links that lead out of the checkout.
+// refuses symbolic links that lead out of the checkout. A file encrypted
+// with SOPS is returned decrypted (see decrypt), or with an error that
+// wraps ErrEncrypted.
 func (r *renderer) readFile(name string) ([]byte, error) {
 	f, err := r.fsys.Open(name)
 	if err != nil {
@@ -143,7 +145,7 @@ func (r *renderer) readFile(name string) ([]byte, error) {
 		return nil, r.filesOverBudget(size)
 	}
 	r.used.bytes += int64(len(data))
-	return data, nil
+	return r.decrypt(name, data)
 }
 
 func (r *renderer) readError(name string, err error) error {

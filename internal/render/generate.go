@@ -34,13 +34,20 @@ func (f manifestFile) generate(r *renderer) { r.addFile(string(f)) }
 // addFile reads one file and adds its objects.
 func (r *renderer) addFile(name string) {
 	data, err := r.readFile(name)
+	var de *decryptError
 	switch {
+	case errors.As(err, &de):
+		r.fail(Origin{Path: name}, "", de.err)
+		return
 	case errors.Is(err, ErrOverBudget):
 		r.stop(Origin{Path: name}, "", err)
 		return
 	case err != nil:
 		r.fail(Origin{Path: name}, "", err)
 		return
+	}
+	if r.decrypted[name] {
+		defer r.markDecrypted(len(r.objects))
 	}
 	if line := invalidUTF8(data); line > 0 {
 		r.fail(Origin{Path: name}, "", fmt.Errorf("not valid UTF-8 at line %d; save the file as UTF-8", line))

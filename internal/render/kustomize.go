@@ -94,7 +94,11 @@ func (k kustomization) generate(r *renderer) {
 	case err != nil:
 		r.fail(Origin{Path: k.file}, "", fmt.Errorf("kustomize build failed: %s", fsys.clean(err.Error())))
 	default:
+		from := len(r.objects)
 		r.addBuilt(k, m, refs.stripOrigins)
+		if fsys.decrypted {
+			r.markDecrypted(from)
+		}
 	}
 }
 

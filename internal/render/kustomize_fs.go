@@ -28,6 +28,8 @@ type repoFS struct {
 	// refused is the first read refused because it was outside the
 	// repository or over a budget, in the words to report.
 	refused error
+	// decrypted is set once a file encrypted with SOPS was read.
+	decrypted bool
 }
 
 var _ filesys.FileSystem = (*repoFS)(nil)
@@ -125,12 +127,15 @@ func (f *repoFS) ReadFile(p string) ([]byte, error) {
 	switch {
 	case errors.Is(err, ErrOverBudget), errors.Is(err, errTooLarge):
 		return nil, f.refuse(fmt.Errorf("%s: %w", name, err))
+	case errors.Is(err, ErrEncrypted):
+		return nil, f.refuse(err)
 	case err != nil:
 		if _, rerr := f.resolve(name); errors.Is(rerr, errOutside) {
 			return nil, rerr
 		}
 		return nil, err
 	}
+	f.decrypted = f.decrypted || f.r.decrypted[name]
 	if err := f.r.countRead(name); err != nil {
 		return nil, f.refuse(err)
 	}

@@ -48,6 +48,11 @@ type Object struct {
 	// SecretVariables names the variables read from a Secret that were
 	// substituted into the object: its strings may hold Secret values.
 	SecretVariables []string
+	// Decrypted is set for an object that came from a file encrypted with
+	// SOPS, or that a kustomization built which read one (Kustomize can
+	// copy values between objects): any of its strings may hold a
+	// decrypted value. Such an object is only ever held in memory.
+	Decrypted bool
 }
 
 // Options say what to render. The zero value of every field but Root and
@@ -97,6 +102,11 @@ type Options struct {
 	// Charts fetches the charts of HelmCharts that name a chart repository
 	// or an OCI registry. Nil makes such a HelmChart an error.
 	Charts ChartFetcher
+	// Decrypt decrypts the files encrypted with SOPS that the render reads:
+	// manifests, and every file a kustomization reads (resources,
+	// generator inputs). Nil decrypts nothing: a render that reads an
+	// encrypted file fails, naming it.
+	Decrypt Decryptor
 }
 
 // Render reads every *.yaml, *.yml and *.json file under each of
@@ -182,6 +192,7 @@ type renderer struct {
 	// once a kustomization needs it.
 	checkoutDir string
 	read        map[string]bool // files kustomizations read, counted once
+	decrypted   map[string]bool // files decrypted, by name
 }
 
 func (r *renderer) fail(o Origin, object string, err error) {
