@@ -115,11 +115,17 @@ git add -A && git commit --quiet -m "Add the shop app" && git push --quiet origi
 run find namespaces workloads -type f
 note "workloads/zz-namespace.yaml sorts after workloads/app.yaml, which needs it."
 
-say "Running the agent with the field report's flags"
+say "An age key for secrets in git: its private half goes into the cluster only"
 cd "$root"
+run kubectl create namespace driftless-system
+run bin/driftless secret keygen --kubeconfig "$KUBECONFIG" --create-secret driftless-system/sops-age | tee "$demo_dir/recipient"
+recipient="$(grep -o 'age1[0-9a-z]*' "$demo_dir/recipient" | head -1)"
+
+say "Running the agent with the field report's flags (and the key for SOPS files)"
 agent=(bin/driftless agent --kubeconfig "$KUBECONFIG"
   --git-url "file://$demo_dir/fleet.git" --git-branch main
   --git-path namespaces,workloads --sync-interval 5s --sync-wait --full-resync-interval 1h
+  --sops-age-key-secret driftless-system/sops-age
   --metrics-bind-address 0 --health-probe-bind-address 0)
 show "${agent[@]}" "&"
 # Started directly, not through run: $! is then the agent itself.
@@ -171,6 +177,93 @@ head="$(git -C "$demo_dir/work" rev-parse HEAD)"
 wait_for "the prune" revision_is "$head"
 run kubectl -n shop get configmap app-config || note "app-config is gone: pruned."
 
+say "The repositories people have: a Kustomize overlay, a Helm chart and an encrypted Secret"
+cd "$demo_dir/work"
+mkdir -p bases/web workloads/web charts/hello/templates
+cat > bases/web/kustomization.yaml <<'EOF'
+resources: [deployment.yaml]
+configMapGenerator:
+- name: web-config
+  literals: [GREETING=hello]
+EOF
+cat > bases/web/deployment.yaml <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        envFrom:
+        - configMapRef: {name: web-config}
+EOF
+cat > workloads/web/kustomization.yaml <<'EOF'
+# The production overlay of bases/web: two replicas, in the shop namespace.
+namespace: shop
+namePrefix: prod-
+resources: [../../bases/web]
+replicas:
+- name: web
+  count: 2
+EOF
+cat > charts/hello/Chart.yaml <<'EOF'
+apiVersion: v2
+name: hello
+version: 0.1.0
+EOF
+cat > charts/hello/values.yaml <<'EOF'
+greeting: hello
+EOF
+cat > charts/hello/templates/configmap.yaml <<'EOF'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-greeting
+data:
+  greeting: {{ .Values.greeting | quote }}
+  kubernetes: {{ .Capabilities.KubeVersion.Version | quote }}
+EOF
+cat > workloads/hello-chart.yaml <<'EOF'
+apiVersion: driftless.dev/v1alpha1
+kind: HelmChart
+metadata: {name: hello, namespace: shop}
+spec:
+  chart: {path: charts/hello}
+  values: {greeting: "hello from a chart"}
+EOF
+cat > workloads/db-secret.yaml <<'EOF'
+apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+  namespace: shop
+stringData:
+  password: correct-horse-battery-staple
+EOF
+run "$root/bin/driftless" secret encrypt -i --age "$recipient" workloads/db-secret.yaml
+note "Only the value is encrypted; the rest of the file stays readable in a diff:"
+sed -n '1,7p' workloads/db-secret.yaml | cut -c1-90
+git add -A && git commit --quiet -m "Add the web overlay, the hello chart and the db Secret" && git push --quiet origin main
+cd "$root"
+note "driftless build renders offline what the agent will apply, each object with its origin:"
+run bin/driftless build --repo "$demo_dir/work" --path workloads/web,workloads/hello-chart.yaml
+head="$(git -C "$demo_dir/work" rev-parse HEAD)"
+wait_for "the overlay, the chart and the Secret" revision_is "$head"
+run kubectl -n shop get deployment,configmap,secret -l driftless.dev/sync=driftless-system.default
+note "Each object names the file it came from, through the overlay or the chart:"
+for obj in deployment/prod-web configmap/hello-greeting secret/db; do
+  printf '    %s: %s\n' "$obj" "$(kubectl -n shop get "$obj" -o jsonpath='{.metadata.annotations.driftless\.dev/origin}')"
+done
+run bin/driftless tree driftless-system/default --kubeconfig "$KUBECONFIG"
+
 say "Someone edits the Deployment by hand: kubectl edit, memory 1Gi -> 3Gi"
 note "(a real kubectl edit, with a non-interactive editor)"
 run env KUBE_EDITOR="sed -i s/memory:\ 1Gi/memory:\ 3Gi/" "$root/bin/k8s/kubectl" -n shop edit deployment app
@@ -185,8 +278,8 @@ kubectl -n shop get events --field-selector involvedObject.name=app,reason=Drift
 say "Every sync is a record: the Sync's status and history"
 run kubectl -n driftless-system get sync default -o wide
 kubectl -n driftless-system get sync default -o jsonpath='{range .status.drift[*]}drift: {.object} {.action}: {.message}{"\n"}{end}'
-kubectl -n driftless-system get sync default -o jsonpath='{range .status.history[*]}{.revision}  {.result}  created={.created} configured={.configured} unchanged={.unchanged} pruned={.pruned}  ({.duration}){"\n"}{end}'
+run bin/driftless history driftless-system/default --kubeconfig "$KUBECONFIG"
 say "...and an Event per sync"
 run kubectl -n driftless-system get events --field-selector involvedObject.kind=Sync -o custom-columns=REASON:.reason,MESSAGE:.message
 
-say "Done: applied, changed and pruned from git, every step recorded. Cleaning up."
+say "Done: plain files, an overlay, a chart and an encrypted Secret applied, changed and pruned from git, every step recorded. Cleaning up."
