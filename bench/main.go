@@ -44,6 +44,9 @@ type options struct {
 	syncTimeout time.Duration
 	// syncs is the fleet case's number of one-app Syncs; 0 skips it.
 	syncs int
+	// overlays is the render cache case's number of Kustomize apps in
+	// one Sync; 0 skips it.
+	overlays int
 }
 
 func main() {
@@ -64,6 +67,7 @@ func main() {
 	fs.StringVar(&o.resultsDir, "results", "bench/results", "directory for the results JSON")
 	limits := fs.String("client-limits", "agent", "client-side rate limit of the timed agent: agent (what driftless agent sets by default), none, or QPS/BURST")
 	fs.DurationVar(&o.syncTimeout, "sync-timeout", 0, "spec.timeout of the timed Syncs; 0 leaves the API's default (5m)")
+	fs.IntVar(&o.overlays, "overlays", 100, "Kustomize overlays of one base in one Sync, in the render cache case; 0 skips it")
 	fs.IntVar(&o.syncs, "syncs", 1000, "Syncs of 4 objects each, all reading one repository, in the fleet case; 0 skips it")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
@@ -133,6 +137,7 @@ type results struct {
 	Sizes        []sizeResult `json:"sizes"`
 	Memory10k    *projection  `json:"memory_10k_projection,omitempty"`
 	Fleet        *fleet       `json:"fleet,omitempty"`
+	Overlays     *overlays    `json:"overlays,omitempty"`
 	Summary      string       `json:"summary"`
 	Seconds      float64      `json:"seconds"`
 }
@@ -162,6 +167,14 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%d objects: %w", size, err)
 		}
 		res.Sizes = append(res.Sizes, *r)
+	}
+	if o.overlays > 0 {
+		fmt.Fprintf(os.Stderr, "== %d Kustomize overlays in one Sync\n", o.overlays)
+		ov, err := runOverlays(ctx, o, o.overlays)
+		if err != nil {
+			return fmt.Errorf("%d overlays: %w", o.overlays, err)
+		}
+		res.Overlays = ov
 	}
 	if o.syncs > 0 {
 		fmt.Fprintf(os.Stderr, "== %d Syncs\n", o.syncs)

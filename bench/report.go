@@ -72,6 +72,24 @@ func printReport(out io.Writer, res *results) {
 			fmt.Sprintf("**%.0f MiB** (%.0f MiB)", p.RSSMiB, p.HeapMiB),
 			fmt.Sprintf("+%.1f MiB RSS per 1,000 objects; without the harness ≈ %.0f MiB", p.RSSPerThousand, p.AgentRSSMiB), "≤ 150 MiB RSS")
 	}
+	if ov := res.Overlays; ov != nil {
+		n := thousands(ov.Objects)
+		row(n, fmt.Sprintf("%d Kustomize overlays of one base in one Sync: first sync, kustomizations built", ov.Apps),
+			fmt.Sprintf("%s, %.0f built", secs(ov.First.Ready), ov.First.Built), "1 run", "")
+		row(n, "one app's commit → Ready (spec-edit trigger): kustomizations built / reused",
+			fmt.Sprintf("**%s, %.0f built** / %.0f reused", secs(ov.OneApp.Ready), ov.OneApp.Built, ov.OneApp.Reused),
+			fmt.Sprintf("%.2f× the shared base's commit (%s, %.0f built) in the same run", ov.OneAppOverBase, secs(ov.SharedBase.Ready), ov.SharedBase.Built), "1 build")
+	}
+	if f := res.Fleet; f != nil {
+		n := thousands(f.Objects)
+		row(n, fmt.Sprintf("%d Syncs of 4 objects, one repository: all Ready after creating them", f.Syncs),
+			fmt.Sprintf("**%s**", secs(f.AllReady)),
+			fmt.Sprintf("%d fetches, %.0f renders, %s requests (%s), peak RSS %.0f MiB", f.Fetches, f.Renders, thousands(f.Requests.Total), f.Requests.ByVerb, f.PeakRSS), "≤ 30 s, 1 fetch")
+		c := f.Change
+		row(n, "one app's commit, push notice → that app applied / every Sync Ready at the commit",
+			fmt.Sprintf("%s / %s", secs(c.Applied), secs(c.AllReady)),
+			fmt.Sprintf("woke %d; %d fetches, %.0f renders, %d writes", c.Woken, c.Fetches, c.Renders, c.Writes), "1 render")
+	}
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, res.Summary)
 }
@@ -79,8 +97,12 @@ func printReport(out io.Writer, res *results) {
 // summary is the one-line summary, from the 1,000-object size when it
 // was measured.
 func summary(res *results) string {
+	fleet := "n/a"
+	if res.Fleet != nil {
+		fleet = fmt.Sprintf("%.1fs", res.Fleet.AllReady)
+	}
 	if len(res.Sizes) == 0 {
-		return "summary: nothing measured"
+		return "summary: syncs-1000=" + fleet
 	}
 	s := res.Sizes[len(res.Sizes)-1]
 	for _, c := range res.Sizes {
@@ -92,8 +114,8 @@ func summary(res *results) string {
 	if s.FirstSync.Failed != "" {
 		ratio = "failed"
 	}
-	return fmt.Sprintf("summary: first-sync/floor=%s revert-p50=%.0fms steady-writes=%d",
-		ratio, s.Drift.Latency.P50, s.Steady.Driftless.Writes)
+	return fmt.Sprintf("summary: first-sync/floor=%s revert-p50=%.0fms steady-writes=%d syncs-1000=%s",
+		ratio, s.Drift.Latency.P50, s.Steady.Driftless.Writes, fleet)
 }
 
 func secs(s float64) string {

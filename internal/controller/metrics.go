@@ -36,6 +36,10 @@ var (
 		Name: "driftless_renders_total",
 		Help: "Renders of a Sync's paths: syncs that found their render in the cache do not count.",
 	})
+	kustomizeBuilds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "driftless_kustomize_builds_total",
+		Help: "Kustomizations met in renders: built, or reused because none of their files changed.",
+	}, []string{"result"})
 	syncObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "driftless_sync_objects",
 		Help: "Objects of the last sync, by action (created, configured, unchanged, pruned, skipped).",
@@ -43,7 +47,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(driftDetected, driftReverted, driftRevertSeconds, syncDuration, syncObjects, renders)
+	metrics.Registry.MustRegister(driftDetected, driftReverted, driftRevertSeconds, syncDuration, syncObjects, renders, kustomizeBuilds)
 }
 
 // observe records a drift incident in the metrics.

@@ -44,6 +44,7 @@ type syncState struct {
 	// Guarded by Store.mu:
 	rendered rendered
 	lastFull time.Time
+	builds   *render.GeneratorCache
 }
 
 // rendered is a cached render, valid while the revision, the Sync's
@@ -111,6 +112,18 @@ func (s *Store) SetRendered(key string, uid types.UID, revision string, generati
 	s.mu.Lock()
 	st.rendered = rendered{uid: uid, revision: revision, generation: generation, variables: variables, inputs: inputs, objects: objects}
 	s.mu.Unlock()
+}
+
+// GeneratorCache returns the cache of what key's kustomizations built,
+// kept from one render of the Sync to the next (see render.GeneratorCache).
+func (s *Store) GeneratorCache(key string) *render.GeneratorCache {
+	st := s.state(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.builds == nil {
+		st.builds = render.NewGeneratorCache()
+	}
+	return st.builds
 }
 
 // LastFull returns when key last compared every object with the cluster.

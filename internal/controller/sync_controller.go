@@ -536,6 +536,13 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	}
 	defer tree.Release()
 	opts.Decrypt = engine.Decryptor(keys)
+	opts.Cache = r.Store.GeneratorCache(key)
+	built, reused := opts.Cache.Builds()
+	defer func() {
+		b, r := opts.Cache.Builds()
+		kustomizeBuilds.WithLabelValues("built").Add(float64(b - built))
+		kustomizeBuilds.WithLabelValues("reused").Add(float64(r - reused))
+	}()
 	renders.Inc()
 	var outside atomic.Bool
 	opts.ReadOutside = func() { outside.Store(true) }

@@ -141,6 +141,9 @@ type RenderOptions struct {
 	// Decrypt decrypts the files encrypted with SOPS (see
 	// DecryptionKeys); nil decrypts nothing.
 	Decrypt render.Decryptor
+	// Cache keeps what the Sync's kustomizations built for its next
+	// render; nil builds every kustomization every time.
+	Cache *render.GeneratorCache
 }
 
 func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revision string) render.Options {
@@ -178,5 +181,6 @@ func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revis
 		ValuesFrom:      values,
 		Charts:          chartFetcher,
 		Decrypt:         o.Decrypt,
+		Cache:           o.Cache,
 	}
 }

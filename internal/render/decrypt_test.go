@@ -139,3 +139,38 @@ func TestRenderRefusesEncryptedFilesItCannotDecrypt(t *testing.T) {
 		})
 	}
 }
+
+// A chart takes its values from an encrypted values file, or from a
+// Secret: any template may put such a value anywhere, so every object of
+// the chart is masked like decrypted data; a chart with neither is not.
+func TestChartObjectsFromSecretValuesAreMarkedDecrypted(t *testing.T) {
+	keys, encrypt := sopsKeys(t)
+	chart := map[string]string{
+		"charts/web/Chart.yaml":        "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"charts/web/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  token: {{ .Values.token | quote }}\n",
+		"values/secret.yaml":           encrypt("secret.yaml", "token: "+marker+"\n"),
+		"apps/encrypted.yaml":          "apiVersion: driftless.dev/v1alpha1\nkind: HelmChart\nmetadata: {name: encrypted}\nspec:\n  chart: {path: charts/web}\n  valuesFiles: [values/secret.yaml]\n",
+		"apps/from-secret.yaml":        "apiVersion: driftless.dev/v1alpha1\nkind: HelmChart\nmetadata: {name: from-secret}\nspec:\n  chart: {path: charts/web}\n  valuesFrom: [{kind: Secret, name: web-values}]\n",
+		"apps/plain.yaml":              "apiVersion: driftless.dev/v1alpha1\nkind: HelmChart\nmetadata: {name: plain}\nspec:\n  chart: {path: charts/web}\n  values: {token: public}\n",
+	}
+	objs, err := render(t, chart, Options{Paths: []string{"apps"}, Decrypt: keys,
+		ValuesFrom: func(kind, name, key string) ([]byte, error) { return []byte("token: " + marker + "\n"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Object{}
+	for _, o := range objs {
+		got[o.Object.GetName()] = o
+	}
+	for name, want := range map[string]bool{"encrypted": true, "from-secret": true, "plain": false} {
+		if got[name].Object == nil {
+			t.Fatalf("no object %s; got %v", name, summarize(objs))
+		}
+		if got[name].Decrypted != want {
+			t.Errorf("%s: Decrypted = %v, want %v", name, got[name].Decrypted, want)
+		}
+	}
+	if v, _, _ := unstructuredString(got["encrypted"], "data", "token"); v != marker {
+		t.Errorf("the encrypted values file was not decrypted: token %q", v)
+	}
+}

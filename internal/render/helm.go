@@ -45,7 +45,13 @@ func (r *renderer) addHelmChart(o Origin, doc document) {
 	if err == nil {
 		var rendered map[string]string
 		if rendered, err = r.renderChart(o.Path, hc, chrt); err == nil {
+			from := len(r.objects)
 			r.addChartObjects(o.Path, hc, chrt, rendered)
+			if r.secretValues(hc) {
+				// Any template may put a value anywhere: every object
+				// of the chart is masked like decrypted data.
+				r.markDecrypted(from)
+			}
 			return
 		}
 	}
@@ -331,6 +337,22 @@ func (r *renderer) helmValues(file string, hc *v1alpha1.HelmChart) (map[string]a
 		vals = chartloader.MergeMaps(vals, m)
 	}
 	return vals, nil
+}
+
+// secretValues reports whether hc's values hold secrets: a values file
+// encrypted with SOPS, or values from a Secret.
+func (r *renderer) secretValues(hc *v1alpha1.HelmChart) bool {
+	for _, name := range hc.Spec.ValuesFiles {
+		if r.decrypted[filepath.ToSlash(filepath.Clean(name))] {
+			return true
+		}
+	}
+	for _, ref := range hc.Spec.ValuesFrom {
+		if ref.Kind == "Secret" {
+			return true
+		}
+	}
+	return false
 }
 
 // valuesFrom reads the values of one valuesFrom entry; nil for a missing

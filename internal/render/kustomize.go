@@ -2,6 +2,7 @@ package render
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -85,6 +86,22 @@ func (k kustomization) generate(r *renderer) {
 	if !refs.ok {
 		return
 	}
+	cache, options := r.opts.Cache, r.cacheOptions()
+	var digest [sha256.Size]byte
+	if cache != nil {
+		if digest, err = r.digestInputs(refs.inputs); err != nil {
+			cache = nil // the build reports what cannot be read
+		}
+	}
+	if cache != nil {
+		if e, ok := cache.lookup(k.file, options, digest); ok {
+			cache.reused.Add(1)
+			r.reuse(k, e)
+			return
+		}
+		cache.built.Add(1)
+	}
+	before, from, errs := r.used, len(r.objects), len(r.errs)
 	m, err := build(fsys, k.dir, refs.schema)
 	switch {
 	case err != nil && fsys.refused != nil:
@@ -94,11 +111,18 @@ func (k kustomization) generate(r *renderer) {
 	case err != nil:
 		r.fail(Origin{Path: k.file}, "", fmt.Errorf("kustomize build failed: %s", fsys.clean(err.Error())))
 	default:
-		from := len(r.objects)
 		r.addBuilt(k, m, refs.stripOrigins)
 		if fsys.decrypted {
 			r.markDecrypted(from)
 		}
+	}
+	if cache != nil && !fsys.decrypted && !r.over && len(r.errs) == errs {
+		objects := make([]Object, 0, len(r.objects)-from)
+		for _, o := range r.objects[from:] {
+			o.Object = o.Object.DeepCopy()
+			objects = append(objects, o)
+		}
+		cache.store(k.file, &cached{options: options, digest: digest, objects: objects, used: r.used.minus(before)})
 	}
 }
 

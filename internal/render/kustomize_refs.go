@@ -26,6 +26,9 @@ type references struct {
 	// schema: a kustomization sets an OpenAPI schema, which Kustomize
 	// keeps for every later build unless it is reset.
 	schema bool
+	// inputs are the directories of every kustomization checked and every
+	// file and directory they name: all that the build can read.
+	inputs []string
 }
 
 // refChecker checks a kustomization and what it names.
@@ -35,6 +38,7 @@ type refChecker struct {
 	ok     bool
 	schema bool            // a kustomization sets openapi
 	seen   map[string]bool // kustomization directories checked
+	named  map[string]bool // files and directories named, found in the repository
 }
 
 // checkReferences reads the kustomization k, and every kustomization it
@@ -53,9 +57,15 @@ type refChecker struct {
 // It also asks Kustomize to record where each object came from, adding
 // originAnnotations to the build metadata of k if k does not ask for them.
 func (r *renderer) checkReferences(fsys *repoFS, k kustomization) references {
-	c := &refChecker{r: r, fsys: fsys, ok: true, seen: map[string]bool{}}
+	c := &refChecker{r: r, fsys: fsys, ok: true, seen: map[string]bool{}, named: map[string]bool{}}
 	kz, data := c.kustomization(k.dir, k.file, false)
 	refs := references{ok: c.ok, schema: c.schema}
+	for dir := range c.seen {
+		refs.inputs = append(refs.inputs, dir)
+	}
+	for name := range c.named {
+		refs.inputs = append(refs.inputs, name)
+	}
 	if refs.ok && kz != nil && !slices.Contains(kz.BuildMetadata, types.OriginAnnotations) {
 		refs.stripOrigins = c.askForOrigins(k.file, data)
 	}
@@ -328,6 +338,7 @@ func (c *refChecker) local(dir, file, field, entry string) (name string, isDir b
 		c.fail(file, fmt.Errorf("%s entry %q cannot be read: %w", field, entry, err))
 		return "", false, false
 	}
+	c.named[name] = true
 	return name, info.IsDir(), true
 }
 

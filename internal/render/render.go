@@ -102,6 +102,10 @@ type Options struct {
 	// Charts fetches the charts of HelmCharts that name a chart repository
 	// or an OCI registry. Nil makes such a HelmChart an error.
 	Charts ChartFetcher
+	// Cache, when set, keeps what kustomizations built for the next
+	// render of the same Sync, which builds again only those whose files
+	// changed (see GeneratorCache).
+	Cache *GeneratorCache
 	// Decrypt decrypts the files encrypted with SOPS that the render reads:
 	// manifests, and every file a kustomization reads (resources,
 	// generator inputs). Nil decrypts nothing: a render that reads an
@@ -171,6 +175,9 @@ func Render(opts Options) ([]Object, error) {
 	}
 	if !r.over {
 		r.settle()
+	}
+	if opts.Cache != nil {
+		opts.Cache.finish()
 	}
 	if len(r.errs) > 0 {
 		return nil, r.joinedErrors()
