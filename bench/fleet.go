@@ -7,19 +7,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/receiver"
-	"github.com/driftless/driftless/internal/testenv"
 )
 
 // fleet is many small Syncs of one repository: the shape of most fleets,
@@ -62,29 +59,12 @@ type fleetChange struct {
 // runFleet measures syncs Syncs of one app each, on a control plane of
 // its own.
 func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
-	dir, err := os.MkdirTemp("", "driftless-bench-fleet-")
+	b, stop, err := startBench(ctx, o, "fleet")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	step("starting a control plane")
-	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	env, err := testenv.Start(startCtx)
-	cancel()
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, env.Stop()) }()
-	b := &bench{o: o, env: env, dir: dir, prof: profiler{dir: o.profileDir}}
-	if b.admin, err = client.NewWithWatch(env.Config, client.Options{Scheme: scheme}); err != nil {
-		return nil, err
-	}
-	if b.dynamic, err = dynamic.NewForConfig(env.Config); err != nil {
-		return nil, err
-	}
-	if err := b.install(ctx); err != nil {
-		return nil, err
-	}
+	defer func() { err = errors.Join(err, stop()) }()
+	env, dir := b.env, b.dir
 
 	w := newWorkload("f", syncs)
 	for _, ns := range w.namespaces {

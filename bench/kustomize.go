@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/testenv"
 )
 
 // overlays is one Sync of a repository of Kustomize apps, each an overlay
@@ -48,26 +45,12 @@ type overlayChange struct {
 
 // runOverlays measures apps overlays on a control plane of their own.
 func runOverlays(ctx context.Context, o options, apps int) (_ *overlays, err error) {
-	dir, err := os.MkdirTemp("", "driftless-bench-overlays-")
+	b, stop, err := startBench(ctx, o, "overlays")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	step("starting a control plane")
-	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	env, err := testenv.Start(startCtx)
-	cancel()
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, env.Stop()) }()
-	b := &bench{o: o, env: env, dir: dir}
-	if b.admin, err = client.NewWithWatch(env.Config, client.Options{Scheme: scheme}); err != nil {
-		return nil, err
-	}
-	if err := b.install(ctx); err != nil {
-		return nil, err
-	}
+	defer func() { err = errors.Join(err, stop()) }()
+	env, dir := b.env, b.dir
 	if err := b.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "overlays"}}); err != nil {
 		return nil, err
 	}

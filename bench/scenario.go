@@ -62,31 +62,42 @@ type bench struct {
 	hookSecret []byte
 }
 
-func runSize(ctx context.Context, o options, size int) (_ *sizeResult, err error) {
-	dir, err := os.MkdirTemp("", "driftless-bench-")
+// startBench starts a control plane of its own for one case, with the
+// Sync CRD and namespace installed; stop stops it and removes its files.
+func startBench(ctx context.Context, o options, name string) (b *bench, stop func() error, err error) {
+	dir, err := os.MkdirTemp("", "driftless-bench-"+name+"-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer os.RemoveAll(dir)
 	step("starting a control plane")
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	env, err := testenv.Start(startCtx)
 	cancel()
 	if err != nil {
-		return nil, err
+		return nil, nil, errors.Join(err, os.RemoveAll(dir))
 	}
-	defer func() { err = errors.Join(err, env.Stop()) }()
+	stop = func() error { return errors.Join(env.Stop(), os.RemoveAll(dir)) }
+	b = &bench{o: o, env: env, dir: dir, prof: profiler{dir: o.profileDir}}
+	if b.admin, err = client.NewWithWatch(env.Config, client.Options{Scheme: scheme}); err == nil {
+		b.dynamic, err = dynamic.NewForConfig(env.Config)
+	}
+	if err == nil {
+		err = b.install(ctx)
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, stop())
+	}
+	return b, stop, nil
+}
 
-	b := &bench{o: o, size: size, apps: max(size/4, 1), env: env, dir: dir, prof: profiler{dir: o.profileDir}}
-	if b.admin, err = client.NewWithWatch(env.Config, client.Options{Scheme: scheme}); err != nil {
+func runSize(ctx context.Context, o options, size int) (_ *sizeResult, err error) {
+	b, stop, err := startBench(ctx, o, "size")
+	if err != nil {
 		return nil, err
 	}
-	if b.dynamic, err = dynamic.NewForConfig(env.Config); err != nil {
-		return nil, err
-	}
-	if err := b.install(ctx); err != nil {
-		return nil, err
-	}
+	defer func() { err = errors.Join(err, stop()) }()
+	b.size, b.apps = size, max(size/4, 1)
+	env, dir := b.env, b.dir
 	b.kubectl = newKubectl(env, dir)
 	if err := b.kubectl.warm(ctx); err != nil {
 		return nil, err
