@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/driftless/driftless/internal/cli.version=$(VERSION) \
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 export DRIFTLESS_K8S_BIN := $(CURDIR)/bin/k8s
 
-.PHONY: reliability help build generate controlplane sops test lint demo bench check-leftovers clean
+.PHONY: reliability fuzz help build generate controlplane sops test lint demo bench check-leftovers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -32,6 +32,14 @@ test: controlplane sops ## run every test, unit and against a real control plane
 
 reliability: controlplane ## run the whole reliability suite (bad-input corpus, agent killed mid-sync, API server and etcd crashes with 30 s outages, force-push); COUNT=n repeats it; docs/reliability.md
 	RELIABILITY_FULL=1 $(GO) test -race -count=$(or $(COUNT),1) -timeout 60m -v ./internal/reliability/
+
+FUZZTIME ?= 30s
+fuzz: ## run every fuzz target for FUZZTIME each (default 30s; their seed corpora also run in make test); docs/reliability.md
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$target"; $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
 
 lint: ## gofmt, go vet, staticcheck
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
