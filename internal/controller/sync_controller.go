@@ -544,14 +544,16 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 		kustomizeBuilds.WithLabelValues("reused").Add(float64(r - reused))
 	}()
 	renders.Inc()
-	var outside atomic.Bool
+	var outside, beyond atomic.Bool
 	opts.ReadOutside = func() { outside.Store(true) }
+	opts.ReadsBeyondPaths = func() { beyond.Store(true) }
 	objects, reason, err := engine.RenderTree(ctx, s, tree.Dir, revision, opts)
 	if err != nil {
 		return nil, reason, err
 	}
-	if !plainManifests(objects) {
-		// A kustomization or chart may read files outside the paths.
+	if beyond.Load() || !plainManifests(objects) {
+		// A kustomization or chart may read files outside the paths,
+		// even one that made no object.
 		inputs = ""
 	}
 	cached := revision

@@ -56,3 +56,30 @@ func rendersSoFar(t *testing.T) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// A render is reused for a commit outside the Sync's paths only when it
+// read nothing outside them: a chart that rendered nothing still read its
+// values file from elsewhere in the repository.
+func TestAChartThatRenderedNothingIsRenderedAgainWhenItsValuesChange(t *testing.T) {
+	h := newHarness(t)
+	chart := func(enabled string) map[string]string {
+		return map[string]string{
+			"apps/cm.yaml":                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n",
+			"apps/chart.yaml":              "apiVersion: driftless.dev/v1alpha1\nkind: HelmChart\nmetadata: {name: opt}\nspec:\n  chart: {path: charts/opt}\n  valuesFiles: [values/opt.yaml]\n",
+			"charts/opt/Chart.yaml":        "apiVersion: v2\nname: opt\nversion: 1.0.0\n",
+			"charts/opt/templates/cm.yaml": "{{ if .Values.enabled }}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: optional\n{{ end }}\n",
+			"values/opt.yaml":              "enabled: " + enabled + "\n",
+		}
+	}
+	h.repo.Commit(t, "chart off", chart("false"))
+	h.createSync("opt", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"apps"} })
+	h.expectReady(h.reconcile("opt"))
+	if get(t, "v1", "ConfigMap", h.ns, "optional") != nil {
+		t.Fatal("the chart rendered its ConfigMap while disabled")
+	}
+	h.repo.Commit(t, "chart on", map[string]string{"values/opt.yaml": "enabled: true\n"})
+	h.expectReady(h.reconcile("opt"))
+	if get(t, "v1", "ConfigMap", h.ns, "optional") == nil {
+		t.Error("a change to the chart's values file outside the Sync's paths was not applied: the empty render was reused")
+	}
+}

@@ -141,6 +141,8 @@ type RenderOptions struct {
 	// Decrypt decrypts the files encrypted with SOPS (see
 	// DecryptionKeys); nil decrypts nothing.
 	Decrypt render.Decryptor
+	// ReadsBeyondPaths: see render.Options.
+	ReadsBeyondPaths func()
 	// Cache keeps what the Sync's kustomizations built for its next
 	// render; nil builds every kustomization every time.
 	Cache *render.GeneratorCache
@@ -167,20 +169,21 @@ func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revis
 		chartFetcher = readOutside{chartFetcher, outside}
 	}
 	return render.Options{
-		Root:            dir,
-		Paths:           s.Spec.Paths,
-		Revision:        revision,
-		SyncLabel:       s.LabelValue(),
-		TargetNamespace: s.Spec.TargetNamespace,
-		Scope:           o.Scope,
-		Budgets:         o.Budgets,
-		Kustomize:       render.KustomizeOptions{AllowRemote: s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote},
-		Variables:       o.Variables,
-		KubeVersion:     o.KubeVersion,
-		APIVersions:     o.APIVersions,
-		ValuesFrom:      values,
-		Charts:          chartFetcher,
-		Decrypt:         o.Decrypt,
-		Cache:           o.Cache,
+		Root:             dir,
+		Paths:            s.Spec.Paths,
+		Revision:         revision,
+		SyncLabel:        s.LabelValue(),
+		TargetNamespace:  s.Spec.TargetNamespace,
+		Scope:            o.Scope,
+		Budgets:          o.Budgets,
+		Kustomize:        render.KustomizeOptions{AllowRemote: s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote},
+		Variables:        o.Variables,
+		KubeVersion:      o.KubeVersion,
+		APIVersions:      o.APIVersions,
+		ValuesFrom:       values,
+		Charts:           chartFetcher,
+		Decrypt:          o.Decrypt,
+		Cache:            o.Cache,
+		ReadsBeyondPaths: o.ReadsBeyondPaths,
 	}
 }

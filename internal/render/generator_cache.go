@@ -84,6 +84,14 @@ func (c *GeneratorCache) finish() {
 	c.used = nil
 }
 
+// readsBeyondPaths tells Options.ReadsBeyondPaths that a generator that
+// may read files outside Paths runs.
+func (r *renderer) readsBeyondPaths() {
+	if r.opts.ReadsBeyondPaths != nil {
+		r.opts.ReadsBeyondPaths()
+	}
+}
+
 // cacheOptions is what, besides the files, a kustomization's build
 // depends on.
 func (r *renderer) cacheOptions() string {
@@ -160,6 +168,9 @@ func (r *renderer) reuse(k kustomization, e *cached) {
 		r.objects = append(r.objects, o)
 	}
 	switch {
+	case r.used.decoded > r.budgets.MaxBytes:
+		r.stop(Origin{Path: k.file}, "", overBudget(fmt.Sprintf("the documents decoded hold %s, over the limit of %s",
+			formatBytes(r.used.decoded), formatBytes(r.budgets.MaxBytes)), "--render-max-bytes"))
 	case r.used.files > r.budgets.MaxFiles:
 		r.stop(Origin{Path: k.file}, "", r.filesError())
 	case r.used.bytes > r.budgets.MaxBytes:

@@ -35,6 +35,7 @@ const releaseService = "driftless"
 // file at o, and adds the objects of its chart in its place. On any error
 // it adds none of them.
 func (r *renderer) addHelmChart(o Origin, doc document) {
+	r.readsBeyondPaths()
 	hc, err := parseHelmChart(doc)
 	if err != nil {
 		r.fail(o, "HelmChart", err)

@@ -77,6 +77,7 @@ func (k kustomization) path() string { return k.file }
 // checkReferences), so that nothing outside the repository is read and
 // nothing remote is fetched.
 func (k kustomization) generate(r *renderer) {
+	r.readsBeyondPaths()
 	fsys, err := r.repoFS()
 	if err != nil {
 		r.fail(Origin{Path: k.file}, "", err)

@@ -102,6 +102,11 @@ type Options struct {
 	// Charts fetches the charts of HelmCharts that name a chart repository
 	// or an OCI registry. Nil makes such a HelmChart an error.
 	Charts ChartFetcher
+	// ReadsBeyondPaths, when set, is called when a generator runs that
+	// may read files outside Paths: a kustomization (its bases) or a
+	// HelmChart (its chart and values files). A render without such a
+	// call depends on the files under Paths only.
+	ReadsBeyondPaths func()
 	// Cache, when set, keeps what kustomizations built for the next
 	// render of the same Sync, which builds again only those whose files
 	// changed (see GeneratorCache).

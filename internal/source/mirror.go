@@ -113,6 +113,31 @@ func (m *Mirror) Checkout(ctx context.Context, req Request, revision string) (Tr
 		return Tree{}, err
 	}
 
+	for {
+		t, release, err := m.tree(ctx, r, req, revision)
+		if err != nil && ctx.Err() == nil && errors.Is(err, errOtherReader) {
+			// Another reader's write of the tree was cancelled: write it
+			// with this reader's context.
+			continue
+		}
+		if err != nil {
+			return Tree{}, err
+		}
+		if err := m.verify(ctx, r, req, revision); err != nil {
+			release()
+			return Tree{}, err
+		}
+		return Tree{Dir: t.dir, Revision: revision, release: release}, nil
+	}
+}
+
+// errOtherReader is wrapped by the error of a tree whose write another
+// reader's context ended.
+var errOtherReader = errors.New("the reader writing this tree stopped")
+
+// tree returns revision's tree, written by this reader or waited for, and
+// the function that releases it.
+func (m *Mirror) tree(ctx context.Context, r *mirrored, req Request, revision string) (*tree, func(), error) {
 	r.mu.Lock()
 	t, ok := r.trees[revision]
 	if !ok {
@@ -132,32 +157,34 @@ func (m *Mirror) Checkout(ctx context.Context, req Request, revision string) (Tr
 		})
 	}
 	if !ok {
-		t.err = m.write(ctx, r, req, revision, t.dir)
-		close(t.done)
-		if t.err != nil {
+		err := m.write(ctx, r, req, revision, t.dir)
+		if err != nil {
+			// Forget the failed tree before anyone can find it done: the
+			// next reader writes it again.
 			r.mu.Lock()
 			if r.trees[revision] == t {
 				delete(r.trees, revision)
 				r.order = deleteString(r.order, revision)
 			}
 			r.mu.Unlock()
+			if ctx.Err() != nil {
+				err = fmt.Errorf("%w: %w", errOtherReader, err)
+			}
 		}
+		t.err = err
+		close(t.done)
 	}
 	select {
 	case <-t.done:
 	case <-ctx.Done():
 		release()
-		return Tree{}, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	if t.err != nil {
 		release()
-		return Tree{}, t.err
+		return nil, nil, t.err
 	}
-	if err := m.verify(ctx, r, req, revision); err != nil {
-		release()
-		return Tree{}, err
-	}
-	return Tree{Dir: t.dir, Revision: revision, release: release}, nil
+	return t, release, nil
 }
 
 // verify checks the signature req.Verify asks for on revision, for this
@@ -223,7 +250,9 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 		if repo, err = git.PlainInit(gitDir, true); err != nil {
 			return nil, fmt.Errorf("make a mirror of %s: %w", Redact(req.URL), err)
 		}
-		if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{req.URL}}); err != nil {
+		// The URL may hold a token (https://user:token@host/…): the
+		// mirror's config keeps it without, and fetches name it in full.
+		if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{Redact(req.URL)}}); err != nil {
 			return nil, fmt.Errorf("make a mirror of %s: %w", Redact(req.URL), err)
 		}
 	}
@@ -311,8 +340,9 @@ func (m *Mirror) PathsDigest(ctx context.Context, req Request, revision string, 
 		}
 		entry, err := root.FindEntry(p)
 		if err != nil {
-			h.Write([]byte("absent;"))
-			continue
+			// Absent, or under a symbolic link to a directory, which
+			// the render follows: either way the digest cannot tell.
+			return "", false, nil
 		}
 		switch entry.Mode {
 		case filemode.Symlink, filemode.Submodule:
@@ -359,6 +389,11 @@ func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, 
 		if _, err := Checkout(ctx, history, revision, dir); err != nil {
 			return err
 		}
+		// The clone's .git names the URL, which may hold a token; the
+		// tree is read only for its files.
+		if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+			return err
+		}
 		m.trees.Add(1)
 		return nil
 	}
@@ -400,7 +435,7 @@ func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request) error {
 	default:
 		spec = config.RefSpec("+refs/heads/" + req.Ref.branch() + ":refs/remotes/origin/" + req.Ref.branch())
 	}
-	opts := &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{spec}, Auth: auth, Tags: git.NoTags, Force: true}
+	opts := &git.FetchOptions{RemoteName: "origin", RemoteURL: req.URL, RefSpecs: []config.RefSpec{spec}, Auth: auth, Tags: git.NoTags, Force: true}
 	if req.Ref.Commit == "" {
 		opts.Depth = 1
 	}

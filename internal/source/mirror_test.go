@@ -207,8 +207,8 @@ func TestMirrorPathsDigestChangesOnlyWithThePaths(t *testing.T) {
 	if digest(added, "apps/a", "apps/b") == digest(added, "apps/b", "apps/a") {
 		t.Error("the digest does not tell the paths' order apart (the render's order follows it)")
 	}
-	if digest(added, "missing") == digest(added, "apps/a") {
-		t.Error("a missing path digests like a present one")
+	if _, ok, err := m.PathsDigest(context.Background(), req, added, []string{"missing"}); ok || err != nil {
+		t.Errorf("a missing path was digested (ok=%v, err=%v): the render fails on it, and a reuse must not hide that", ok, err)
 	}
 
 	// A symbolic link may lead anywhere in the repository: the digest
@@ -222,5 +222,66 @@ func TestMirrorPathsDigestChangesOnlyWithThePaths(t *testing.T) {
 	}
 	if _, ok, _ := m.PathsDigest(context.Background(), req, linked, []string{"apps/b"}); !ok {
 		t.Error("a path without symbolic links was not digested")
+	}
+	// A path under a symbolic link to a directory: the render follows it,
+	// the git tree does not.
+	if err := os.Symlink("apps/b", filepath.Join(repo.Work, "current")); err != nil {
+		t.Fatal(err)
+	}
+	throughLink := repo.Commit(t, "current links to apps/b", nil)
+	if _, ok, err := m.PathsDigest(context.Background(), req, throughLink, []string{"current/app.yaml"}); ok || err != nil {
+		t.Errorf("a path through a symbolic link was digested (ok=%v, err=%v)", ok, err)
+	}
+}
+
+// A token in the URL (https://user:token@host/…) is used to fetch and is
+// not written into the mirror.
+func TestTheMirrorDoesNotWriteATokenFromTheURL(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	srv.HTTPUser, srv.HTTPPassword = "ci", "tok-123456"
+	repo := srv.NewRepo(t, "fleet")
+	rev := repo.Commit(t, "first", map[string]string{"app.yaml": "v: 1\n"})
+	m := &Mirror{Dir: t.TempDir()}
+	req := Request{URL: strings.Replace(repo.HTTPURL(), "://", "://ci:tok-123456@", 1), Ref: Ref{Branch: "main"}}
+	tr, err := m.Checkout(context.Background(), req, rev)
+	if err != nil {
+		t.Fatalf("a URL holding its credentials did not fetch: %v", err)
+	}
+	tr.Release()
+	err = filepath.WalkDir(m.Dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(data), "tok-123456") {
+			t.Errorf("%s holds the token", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A reader whose context ends while it writes a tree fails alone: the
+// next reader writes the tree again instead of getting that error.
+func TestAFailedTreeWriteIsNotServedToTheNextReader(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	rev := repo.Commit(t, "first", map[string]string{"app.yaml": "v: 1\n"})
+	req := Request{URL: repo.SSHURL(), Ref: Ref{Branch: "main"}, Credentials: sshCreds(srv)}
+	m := &Mirror{Dir: t.TempDir()}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Checkout(cancelled, req, rev); err == nil {
+		t.Fatal("a reader with an ended context got a tree")
+	}
+	tr, err := m.Checkout(context.Background(), req, rev)
+	if err != nil {
+		t.Fatalf("the next reader got the failed write's error: %v", err)
+	}
+	defer tr.Release()
+	if got := readTreeFile(t, tr, "app.yaml"); got != "v: 1\n" {
+		t.Errorf("app.yaml = %q", got)
 	}
 }
