@@ -551,7 +551,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	if err != nil {
 		return nil, reason, err
 	}
-	if beyond.Load() || !plainManifests(objects) {
+	if beyond.Load() {
 		// A kustomization or chart may read files outside the paths,
 		// even one that made no object.
 		inputs = ""
@@ -565,17 +565,6 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	}
 	r.Store.SetRendered(key, s.UID, cached, s.Generation, digest, inputs, objects)
 	return objects, "", nil
-}
-
-// plainManifests reports whether every object came from a manifest file
-// of the Sync's paths, none from a generator that reads other files.
-func plainManifests(objects []render.Object) bool {
-	for _, o := range objects {
-		if o.Origin.From != "" {
-			return false
-		}
-	}
-	return true
 }
 
 // capabilitiesTTL is how long the cluster's version and API versions,
