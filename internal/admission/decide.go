@@ -7,8 +7,8 @@ import (
 )
 
 // ProtectAnnotation set to ProtectDeny on a managed object makes the
-// webhook refuse edits of it by anyone but the agent and the break-glass
-// group.
+// webhook refuse edits and deletes of it by anyone but the agent and the
+// break-glass group.
 const (
 	ProtectAnnotation = "driftless.dev/protect"
 	ProtectDeny       = "deny"
@@ -36,6 +36,8 @@ type Input struct {
 	// NoChange is true when the write changes nothing but bookkeeping
 	// (resourceVersion, managedFields, status).
 	NoChange bool
+	// Delete is true when the write deletes the object.
+	Delete bool
 
 	// User and Groups are the writer's; FieldManager the one it named.
 	User         string
@@ -77,7 +79,13 @@ func Decide(in Input, id Identity) Decision {
 	}
 	managed := fmt.Sprintf("managed by driftless %s%s", in.Sync, from)
 	warning := managed + "; this change will be reverted — change it in git"
-	if !in.Reverted {
+	inGit := "change it in git"
+	switch {
+	case in.Delete && in.Reverted:
+		warning, inGit = managed+"; it will be re-created — delete it in git", "delete it in git"
+	case in.Delete:
+		warning, inGit = fmt.Sprintf("%s; it will not be re-created (%s) but is still in git — delete it in git", managed, in.NotRevertedWhy), "delete it in git"
+	case !in.Reverted:
 		warning = fmt.Sprintf("%s; this change will not be reverted (%s) but differs from git — change it in git", managed, in.NotRevertedWhy)
 	}
 	if !in.Protected {
@@ -86,7 +94,7 @@ func Decide(in Input, id Identity) Decision {
 	if id.BreakGlassGroup != "" && slices.Contains(in.Groups, id.BreakGlassGroup) {
 		return Decision{Allowed: true, Warning: fmt.Sprintf("%s is protected (%s=%s); allowed for break-glass group %s. %s", in.Object, ProtectAnnotation, ProtectDeny, id.BreakGlassGroup, warning)}
 	}
-	msg := fmt.Sprintf("%s is protected by driftless (%s=%s): it is %s — change it in git", in.Object, ProtectAnnotation, ProtectDeny, managed)
+	msg := fmt.Sprintf("%s is protected by driftless (%s=%s): it is %s — %s", in.Object, ProtectAnnotation, ProtectDeny, managed, inGit)
 	if id.BreakGlassGroup != "" {
 		msg += fmt.Sprintf(", or as a member of the break-glass group %s", id.BreakGlassGroup)
 	}
@@ -97,9 +105,11 @@ func Decide(in Input, id Identity) Decision {
 // itself, whose writes are never warned about nor refused.
 func passesSilently(in Input, id Identity) bool { return isAgent(in, id) || isSystem(in) }
 
-// isAgent reports whether the write is the agent's own.
+// isAgent reports whether the write is the agent's own: its user, with
+// its field manager. A delete names no field manager, so any delete by the
+// agent's user (its prune pass) is the agent's.
 func isAgent(in Input, id Identity) bool {
-	return id.AgentUser != "" && in.User == id.AgentUser && strings.HasPrefix(in.FieldManager, "driftless")
+	return id.AgentUser != "" && in.User == id.AgentUser && (in.Delete || strings.HasPrefix(in.FieldManager, "driftless"))
 }
 
 // isSystem reports whether the writer is a component of the cluster

@@ -41,6 +41,25 @@ func TestDecide(t *testing.T) {
 		{name: "a person's edit of a protected object is refused, naming the Sync, the file and the break-glass group",
 			in:          with(func(in *Input) { in.Protected = true }),
 			wantMessage: "ConfigMap apps/app is protected by driftless (driftless.dev/protect=deny): it is managed by driftless driftless-system/default from workloads/app.yaml — change it in git, or as a member of the break-glass group oncall"},
+		{name: "a person's delete of a managed object is allowed with a warning that it will be re-created",
+			in: with(func(in *Input) { in.Delete, in.FieldManager = true, "" }), wantAllowed: true,
+			wantWarning: "managed by driftless driftless-system/default from workloads/app.yaml; it will be re-created — delete it in git"},
+		{name: "with the Sync suspended the delete warning says the object stays deleted but is still in git",
+			in: with(func(in *Input) {
+				in.Delete, in.FieldManager, in.Reverted, in.NotRevertedWhy = true, "", false, "the Sync is suspended"
+			}),
+			wantAllowed: true, wantWarning: "managed by driftless driftless-system/default from workloads/app.yaml; it will not be re-created (the Sync is suspended) but is still in git — delete it in git"},
+		{name: "a person's delete of a protected object is refused, saying to delete it in git",
+			in:          with(func(in *Input) { in.Delete, in.FieldManager, in.Protected = true, "", true }),
+			wantMessage: "ConfigMap apps/app is protected by driftless (driftless.dev/protect=deny): it is managed by driftless driftless-system/default from workloads/app.yaml — delete it in git, or as a member of the break-glass group oncall"},
+		{name: "the agent's own delete (its prune pass) of a protected object passes silently",
+			in:          with(func(in *Input) { in.Delete, in.User, in.FieldManager, in.Protected = true, id.AgentUser, "", true }),
+			wantAllowed: true},
+		{name: "the break-glass group may delete a protected object, with a warning",
+			in: with(func(in *Input) {
+				in.Delete, in.FieldManager, in.Protected, in.Groups = true, "", true, []string{"oncall"}
+			}),
+			wantAllowed: true, wantWarning: "allowed for break-glass group oncall. managed by driftless driftless-system/default from workloads/app.yaml; it will be re-created — delete it in git"},
 		{name: "the break-glass group may edit a protected object, with a warning",
 			in:          with(func(in *Input) { in.Protected, in.Groups = true, []string{"oncall"} }),
 			wantAllowed: true, wantWarning: "ConfigMap apps/app is protected (driftless.dev/protect=deny); allowed for break-glass group oncall. managed by driftless"},

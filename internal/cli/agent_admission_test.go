@@ -170,6 +170,49 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 			return ""
 		})
 	})
+	// The agent here runs as the admin user the kubeconfig names, and a
+	// delete names no field manager: people delete as someone else.
+	person := []string{"--as", "alice", "--as-group", "system:masters"}
+	t.Run("kubectl delete of a managed object prints the warning, succeeds, and the agent re-creates it", func(t *testing.T) {
+		_, stderr, err := kubectl(t, nil, append(person, "-n", ns, "delete", "configmap", "app")...)
+		if err != nil {
+			t.Fatalf("kubectl delete failed: %v: %s", err, stderr)
+		}
+		t.Logf("kubectl printed: %s", stderr)
+		if want := fmt.Sprintf("Warning: managed by driftless %s/apps from apps/app.yaml; it will be re-created — delete it in git", ns); !strings.Contains(stderr, want) {
+			t.Errorf("kubectl printed %q, want %q", stderr, want)
+		}
+		a.eventually("the agent re-creates the deleted object", func() string {
+			if got := configValue(t, ns, "app"); got != "v1" {
+				return "greeting = " + got
+			}
+			return ""
+		})
+	})
+	t.Run("kubectl delete of a protected object is refused and says to delete it in git", func(t *testing.T) {
+		_, stderr, err := kubectl(t, nil, append(person, "-n", ns, "delete", "configmap", "locked")...)
+		if err == nil {
+			t.Fatalf("kubectl delete of a protected object succeeded; stderr %q", stderr)
+		}
+		t.Logf("kubectl printed: %s", stderr)
+		for _, want := range []string{"denied the request", "ConfigMap " + ns + "/locked is protected by driftless (driftless.dev/protect=deny)",
+			"managed by driftless " + ns + "/apps from apps/locked.yaml — delete it in git, or as a member of the break-glass group driftless:break-glass"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("kubectl printed %q, want it to contain %q", stderr, want)
+			}
+		}
+		if got := configValue(t, ns, "locked"); got != "v1" {
+			t.Errorf("greeting = %q after a refused delete, want v1", got)
+		}
+	})
+	t.Run("the agent prunes a protected object deleted from git", func(t *testing.T) {
+		rev := repo.Commit(t, "drop locked", map[string]string{"apps/locked.yaml": ""})
+		runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
+		a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+		if got := configValue(t, ns, "locked"); got != "" {
+			t.Errorf("the protected object removed from git is still there (greeting %q): the webhook refused the agent's prune", got)
+		}
+	})
 	t.Run("a suspended Sync's warning says the change stays but differs from git", func(t *testing.T) {
 		patch := client.MergeFrom(sync.DeepCopy())
 		sync.Spec.Suspend = true
