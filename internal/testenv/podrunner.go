@@ -56,11 +56,13 @@ const DriftlessImage = "ghcr.io/driftless/driftless"
 //   - volumes: an emptyDir mounted at /tmp becomes a directory of the
 //     Pod's own, passed as TMPDIR; no other volume is materialised (the
 //     agent reads its git Secret through the API, not from a volume);
-//   - ports: the addresses driftless listens on by default (:8080 metrics,
-//     :8081 probes) would collide between Pods and with the host, so the
-//     runner appends --metrics-bind-address=0 and
+//   - ports: the addresses `driftless agent` listens on by default (:8080
+//     metrics, :8081 probes) would collide between Pods and with the host,
+//     so the runner appends --metrics-bind-address=0 and
 //     --health-probe-bind-address=127.0.0.1:PORT (a free port) to the
-//     args; the flags given last win;
+//     args of an agent; the flags given last win;
+//   - the container's command stands for the image's entrypoint: its first
+//     word is replaced by the binary, the rest and the args are kept;
 //   - probes are not run: readiness is kwok's.
 //
 // Each Pod's process logs to Dir/<namespace>_<name>_<uid>.log.
@@ -281,7 +283,10 @@ func (r *PodRunner) runOnce(ctx context.Context, p *podProcess, pod *corev1.Pod,
 	if err != nil {
 		return err
 	}
-	args := append(append(commandArgs(c), c.Args...), "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort[0]))
+	args := append(commandArgs(c), c.Args...)
+	if len(args) > 0 && args[0] == "agent" {
+		args = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort[0]))
+	}
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
