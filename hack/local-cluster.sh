@@ -7,7 +7,7 @@
 # (any tag), running their command with .local/bin/driftless (built from
 # this checkout by `up`) as a local process, as the Pod's ServiceAccount.
 # So the agent `driftless install` deploys really runs. Logs per Pod in
-# .local/pods/; see docs/cli.md ("The local cluster runs the agent").
+# .local/pods/; see docs/development.md ("The pod runner").
 #
 #   hack/local-cluster.sh up      start it; prints the admin kubeconfig path
 #   hack/local-cluster.sh down    stop exactly the processes `up` started

@@ -39,6 +39,12 @@ type Input struct {
 	// Delete is true when the write deletes the object.
 	Delete bool
 
+	// SyncUser is the user the agent writes the Sync's objects as when the
+	// Sync acts as a ServiceAccount (impersonation):
+	// system:serviceaccount:<namespace>:<name>; empty when it acts as the
+	// agent itself.
+	SyncUser string
+
 	// User and Groups are the writer's; FieldManager the one it named.
 	User         string
 	Groups       []string
@@ -54,6 +60,11 @@ type Identity struct {
 	AgentUser string
 	// BreakGlassGroup may edit protected objects; empty: nobody.
 	BreakGlassGroup string
+	// AgentNamespace and DefaultServiceAccount are the agent's: a Sync
+	// outside AgentNamespace that names no ServiceAccount acts as
+	// DefaultServiceAccount of its namespace (--default-service-account).
+	AgentNamespace        string
+	DefaultServiceAccount string
 }
 
 // Decision is the webhook's answer to one write.
@@ -70,7 +81,7 @@ type Decision struct {
 // components pass silently; others are warned, and refused when the
 // object is protected unless the writer is in the break-glass group.
 func Decide(in Input, id Identity) Decision {
-	if in.Sync == "" || !in.SyncFound || in.NoChange || passesSilently(in, id) {
+	if in.Sync == "" || !in.SyncFound || in.NoChange || passesSilently(in, id) || actsForSync(in) {
 		return Decision{Allowed: true}
 	}
 	from := ""
@@ -105,11 +116,31 @@ func Decide(in Input, id Identity) Decision {
 // itself, whose writes are never warned about nor refused.
 func passesSilently(in Input, id Identity) bool { return isAgent(in, id) || isSystem(in) }
 
-// isAgent reports whether the write is the agent's own: its user, with
-// its field manager. A delete names no field manager, so any delete by the
-// agent's user (its prune pass) is the agent's.
-func isAgent(in Input, id Identity) bool {
-	return id.AgentUser != "" && in.User == id.AgentUser && (in.Delete || strings.HasPrefix(in.FieldManager, "driftless"))
+// isAgent reports whether the write is the agent's own, as itself.
+func isAgent(in Input, id Identity) bool { return agentWrite(in, id.AgentUser) }
+
+// actsForSync reports whether the write is the agent's as the
+// ServiceAccount the managing Sync acts as.
+func actsForSync(in Input) bool { return agentWrite(in, in.SyncUser) }
+
+// agentWrite reports whether the write is by user with the agent's field
+// manager. A delete names no field manager, so any delete by user (the
+// agent's prune pass) counts.
+func agentWrite(in Input, user string) bool {
+	return user != "" && in.User == user && (in.Delete || strings.HasPrefix(in.FieldManager, "driftless"))
+}
+
+// SyncUser is the user the agent acts as for a Sync of namespace ns that
+// names serviceAccount (its spec.serviceAccountName, possibly empty):
+// "" when it acts as itself.
+func SyncUser(ns, serviceAccount string, id Identity) string {
+	if serviceAccount == "" && ns != id.AgentNamespace && id.AgentNamespace != "" {
+		serviceAccount = id.DefaultServiceAccount
+	}
+	if serviceAccount == "" {
+		return ""
+	}
+	return "system:serviceaccount:" + ns + ":" + serviceAccount
 }
 
 // isSystem reports whether the writer is a component of the cluster

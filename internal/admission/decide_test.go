@@ -60,6 +60,24 @@ func TestDecide(t *testing.T) {
 				in.Delete, in.FieldManager, in.Protected, in.Groups = true, "", true, []string{"oncall"}
 			}),
 			wantAllowed: true, wantWarning: "allowed for break-glass group oncall. managed by driftless driftless-system/default from workloads/app.yaml; it will be re-created — delete it in git"},
+		{name: "the agent's write as the Sync's ServiceAccount (impersonation) of a protected object passes silently",
+			in: with(func(in *Input) {
+				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"
+				in.User, in.FieldManager, in.Protected = in.SyncUser, "driftless", true
+			}),
+			wantAllowed: true},
+		{name: "the agent's prune as the Sync's ServiceAccount of a protected object passes silently",
+			in: with(func(in *Input) {
+				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"
+				in.User, in.FieldManager, in.Protected, in.Delete = in.SyncUser, "", true, true
+			}),
+			wantAllowed: true},
+		{name: "kubectl as the Sync's ServiceAccount is still refused on a protected object",
+			in: with(func(in *Input) {
+				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"
+				in.User, in.Protected = in.SyncUser, true
+			}),
+			wantMessage: "ConfigMap apps/app is protected by driftless (driftless.dev/protect=deny): it is managed by driftless driftless-system/default from workloads/app.yaml — change it in git, or as a member of the break-glass group oncall"},
 		{name: "the break-glass group may edit a protected object, with a warning",
 			in:          with(func(in *Input) { in.Protected, in.Groups = true, []string{"oncall"} }),
 			wantAllowed: true, wantWarning: "ConfigMap apps/app is protected (driftless.dev/protect=deny); allowed for break-glass group oncall. managed by driftless"},
@@ -84,4 +102,22 @@ func TestDecide(t *testing.T) {
 			t.Errorf("got %+v, want a refusal that names no break-glass group", got)
 		}
 	})
+}
+
+func TestSyncUser(t *testing.T) {
+	id := Identity{AgentNamespace: "driftless-system", DefaultServiceAccount: "sync"}
+	tests := []struct {
+		name, ns, serviceAccount, want string
+	}{
+		{name: "a Sync that names a ServiceAccount acts as it", ns: "driftless-system", serviceAccount: "driftless-root", want: "system:serviceaccount:driftless-system:driftless-root"},
+		{name: "a Sync of the agent's namespace that names none acts as the agent", ns: "driftless-system", want: ""},
+		{name: "a tenant Sync that names none acts as the default ServiceAccount", ns: "shop", want: "system:serviceaccount:shop:sync"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SyncUser(tt.ns, tt.serviceAccount, id); got != tt.want {
+				t.Errorf("SyncUser(%q, %q) = %q, want %q", tt.ns, tt.serviceAccount, got, tt.want)
+			}
+		})
+	}
 }

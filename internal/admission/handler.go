@@ -145,6 +145,7 @@ func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest) 
 		return in, true // not found or unreadable: SyncFound stays false
 	}
 	in.SyncFound = true
+	in.SyncUser = SyncUser(s.Namespace, s.Spec.ServiceAccountName, h.Identity)
 	switch {
 	case s.Spec.Suspend:
 		in.NotRevertedWhy = "the Sync is suspended"

@@ -27,9 +27,13 @@ import (
 // ConfigMap: the agent, running in its Pod as the ServiceAccount install
 // made, applies it, reverts a hand edit, passes `driftless check`, and
 // stops when uninstalled. Nobody writes YAML but the ConfigMap in git.
+//
+// It installs into driftless-system, as a user would, so that its
+// transcript (go test -v) is the walk-through of docs/cli.md.
 func TestANewUserInstallsAgainstTheLocalGitServerAndIsSynced(t *testing.T) {
 	ctx := context.Background()
-	ns := env.Namespace(t)
+	const agentNS = "driftless-system"
+	ns := env.Namespace(t) // of the ConfigMap in git
 	kubeconfig := env.ControlPlane.KubeconfigPath()
 	srv := testenv.NewGitServer(t)
 	repo := srv.NewRepo(t, "fleet")
@@ -39,7 +43,7 @@ func TestANewUserInstallsAgainstTheLocalGitServerAndIsSynced(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			logs, _ := filepath.Glob(filepath.Join(env.PodRunner.Dir, ns+"_*.log"))
+			logs, _ := filepath.Glob(filepath.Join(env.PodRunner.Dir, agentNS+"_*.log"))
 			for _, l := range logs {
 				data, _ := os.ReadFile(l)
 				t.Logf("%s:\n%s", filepath.Base(l), data)
@@ -48,11 +52,13 @@ func TestANewUserInstallsAgainstTheLocalGitServerAndIsSynced(t *testing.T) {
 	})
 	run := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
-		code := cli.Execute(append(args, "--kubeconfig", kubeconfig, "--namespace", ns), &out, &errOut)
+		code := cli.Execute(append(args, "--kubeconfig", kubeconfig), &out, &errOut)
 		t.Logf("$ driftless %s\n%s%s(exit %d)", strings.Join(args, " "), errOut.String(), out.String(), code)
 		return code, out.String(), errOut.String()
 	}
 
+	// Whatever happens, the next tests find no agent in driftless-system.
+	t.Cleanup(func() { run("uninstall", "--timeout", "2m") })
 	code, out, _ := run("install", "--git-url", repo.SSHURL(), "--git-branch", "main", "--git-path", "apps",
 		"--sync-interval", "5s", "--known-hosts", knownHosts, "--timeout", "2m")
 	if code != 0 {
@@ -90,12 +96,12 @@ data:
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentPID := agentProcess(t, ns)
+	agentPID := agentProcess(t, agentNS)
 	cm := &corev1.ConfigMap{}
 	key := client.ObjectKey{Namespace: ns, Name: "greeting"}
 	eventually(t, 90*time.Second, "the agent applies the ConfigMap and the Sync is Ready", func() string {
 		var s v1alpha1.Sync
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &s); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: "default"}, &s); err != nil {
 			return "Sync default: " + err.Error()
 		}
 		if !apimeta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) {
@@ -106,11 +112,18 @@ data:
 		}
 		return ""
 	})
-	if got, want := cm.Labels[v1alpha1.SyncLabel], v1alpha1.SyncLabelValue(ns, "default"); got != want {
+	if got, want := cm.Labels[v1alpha1.SyncLabel], v1alpha1.SyncLabelValue(agentNS, "default"); got != want {
 		t.Errorf("label %s = %q, want %q", v1alpha1.SyncLabel, got, want)
 	}
 	if !managedBy(cm, "driftless") {
 		t.Errorf("the ConfigMap's fields are not managed by driftless: %v", cm.ManagedFields)
+	}
+
+	if code, _, _ := run("get", "syncs", "-n", agentNS); code != 0 {
+		t.Errorf("get syncs exited %d", code)
+	}
+	if code, _, _ := run("explain", "configmap/greeting", "-n", ns); code != 0 {
+		t.Errorf("explain exited %d", code)
 	}
 
 	// A hand edit comes back.
@@ -138,7 +151,7 @@ data:
 	}
 	eventually(t, 30*time.Second, "the agent's process stops", func() string {
 		for pod := range env.PodRunner.Processes() {
-			if strings.HasPrefix(pod, ns+"/") {
+			if strings.HasPrefix(pod, agentNS+"/") {
 				return "the pod runner still runs " + pod
 			}
 		}
