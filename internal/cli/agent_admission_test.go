@@ -13,6 +13,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -233,6 +234,60 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// A Sync that acts as a ServiceAccount (as the root Sync of `driftless
+// install` acts as driftless-root) has its objects written and pruned by
+// the agent as that ServiceAccount: the webhook lets those writes through
+// on a protected object, as it does the agent's own.
+func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
+	locked := func(greeting string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: locked\n  namespace: %s\n  annotations:\n    driftless.dev/protect: deny\ndata:\n  greeting: %q\n", ns, greeting)
+	}
+	rev := repo.Commit(t, "first", map[string]string{"apps/locked.yaml": locked("v1"), "apps/app.yaml": configMapIn(ns, "app", "v1")})
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "syncer"}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "syncer-" + ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa.Name}}}
+	for _, obj := range []client.Object{sa, binding} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), binding) })
+	a := startAdmissionAgent(t, ns)
+	sync := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source:             v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
+			Paths:              []string{"apps"},
+			Interval:           metav1.Duration{Duration: time.Hour},
+			ServiceAccountName: sa.Name,
+		},
+	}
+	if err := c.Create(ctx, sync); err != nil {
+		t.Fatal(err)
+	}
+	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	if _, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "locked", "-p", `{"data":{"greeting":"by hand"}}`); err == nil {
+		t.Fatalf("a person's patch of the protected object succeeded: %s", stderr)
+	}
+
+	rev = repo.Commit(t, "change", map[string]string{"apps/locked.yaml": locked("v2")})
+	runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
+	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	if got := configValue(t, ns, "locked"); got != "v2" {
+		t.Errorf("greeting = %q after a commit changed it to v2: the webhook refused the agent's apply as the Sync's ServiceAccount", got)
+	}
+	rev = repo.Commit(t, "drop", map[string]string{"apps/locked.yaml": ""})
+	runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
+	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	if got := configValue(t, ns, "locked"); got != "" {
+		t.Errorf("the protected object removed from git is still there (greeting %q): the webhook refused the agent's prune as the Sync's ServiceAccount", got)
+	}
 }
 
 func mustConfigMap(ns, name string) *corev1.ConfigMap {
