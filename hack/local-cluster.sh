@@ -2,7 +2,12 @@
 # Starts, stops or inspects a local Kubernetes cluster built from Go modules:
 # etcd and kube-apiserver on free loopback ports, kube-controller-manager,
 # kube-scheduler, and kwok simulating one node (kwok-node-0) that runs Pods
-# without containers.
+# without containers — except one device of the local cluster only: a pod
+# runner plays the kubelet for Pods of the image ghcr.io/driftless/driftless
+# (any tag), running their command with .local/bin/driftless (built from
+# this checkout by `up`) as a local process, as the Pod's ServiceAccount.
+# So the agent `driftless install` deploys really runs. Logs per Pod in
+# .local/pods/; see docs/development.md ("The pod runner").
 #
 #   hack/local-cluster.sh up      start it; prints the admin kubeconfig path
 #   hack/local-cluster.sh down    stop exactly the processes `up` started

@@ -1,11 +1,13 @@
 // Command localcluster starts, stops and inspects the detached local control
 // plane used by the demo, with the parts that run workloads
-// (kube-controller-manager, kube-scheduler and a kwok-simulated node). Run it
-// through hack/local-cluster.sh.
+// (kube-controller-manager, kube-scheduler and a kwok-simulated node) and a
+// pod runner that runs the Pods of the driftless image as local processes
+// (testenv.PodRunner). Run it through hack/local-cluster.sh.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -31,13 +33,31 @@ func main() {
 		dir = d
 	}
 	binDir := testenv.DefaultBinDir()
+	self, err := os.Executable()
+	if err != nil {
+		fatal(err)
+	}
 	switch os.Args[1] {
+	case "run-pods":
+		// Started by up, detached; stopped by down (SIGTERM).
+		if err := runPods(dir); err != nil {
+			fatal(err)
+		}
 	case "up":
 		if st := testenv.StatusOf(dir, binDir); st.Up() {
+			// A cluster started before the pod runner existed gets one.
+			if !testenv.DetachedProcessRunning(dir, podRunnerName, self) {
+				if err := startPodRunner(dir, self); err != nil {
+					fatal(err)
+				}
+			}
 			fmt.Printf("local cluster already up; kubeconfig: %s\n", filepath.Join(dir, "kubeconfig"))
 			return
 		}
 		// Clear a half-started or crashed run before starting anew.
+		if _, err := testenv.StopDetachedProcess(dir, podRunnerName, self); err != nil {
+			fatal(err)
+		}
 		if _, err := testenv.StopDetached(dir, binDir); err != nil {
 			fatal(err)
 		}
@@ -58,13 +78,25 @@ func main() {
 			}
 			fatal(err)
 		}
-		fmt.Fprintf(os.Stderr, "local cluster up at %s (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with node %s; logs in %s)\n",
-			cp.APIServerURL, testenv.SimulatedNodeName, dir)
+		if err := startPodRunner(dir, self); err != nil {
+			_, _ = testenv.StopDetachedProcess(dir, podRunnerName, self)
+			fatal(errors.Join(err, cp.Stop()))
+		}
+		fmt.Fprintf(os.Stderr, "local cluster up at %s (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with node %s, and a pod runner for image %s; logs in %s)\n",
+			cp.APIServerURL, testenv.SimulatedNodeName, testenv.DriftlessImage, dir)
 		fmt.Println(cp.KubeconfigPath())
 	case "down":
+		// The pod runner first: it stops the processes it runs.
+		runner, err := testenv.StopDetachedProcess(dir, podRunnerName, self)
+		if err != nil {
+			fatal(err)
+		}
 		stopped, err := testenv.StopDetached(dir, binDir)
 		if err != nil {
 			fatal(err)
+		}
+		if runner {
+			stopped = append([]string{podRunnerName}, stopped...)
 		}
 		if len(stopped) == 0 {
 			fmt.Println("local cluster was not running")
@@ -74,8 +106,11 @@ func main() {
 	case "status":
 		st := testenv.StatusOf(dir, binDir)
 		switch {
+		case st.Up() && testenv.DetachedProcessRunning(dir, podRunnerName, self):
+			fmt.Printf("up: %s running; kubeconfig: %s\n", strings.Join(append(st.Running, podRunnerName), ", "), filepath.Join(dir, "kubeconfig"))
 		case st.Up():
-			fmt.Printf("up: %s running; kubeconfig: %s\n", strings.Join(st.Running, ", "), filepath.Join(dir, "kubeconfig"))
+			fmt.Printf("degraded: only %s running (not %s); run `hack/local-cluster.sh down` then `up`\n", strings.Join(st.Running, ", "), podRunnerName)
+			os.Exit(1)
 		case len(st.Running) > 0:
 			fmt.Printf("degraded: only %s running (not %s); run `hack/local-cluster.sh down` then `up`\n",
 				strings.Join(st.Running, ", "), strings.Join(st.NotRunning(), ", "))
@@ -88,6 +123,35 @@ func main() {
 		fmt.Fprintf(os.Stderr, "unknown command %q; usage: local-cluster.sh up|down|status\n", os.Args[1])
 		os.Exit(2)
 	}
+}
+
+// podRunnerName names the pod runner's pid and log files in the cluster's
+// directory.
+const podRunnerName = "podrunner"
+
+// startPodRunner builds cmd/driftless into dir/bin and starts this
+// program's run-pods detached.
+func startPodRunner(dir, self string) error {
+	if _, err := testenv.BuildDriftless(filepath.Join(dir, "bin")); err != nil {
+		return err
+	}
+	return testenv.StartDetachedProcess(dir, podRunnerName, self, []string{"DRIFTLESS_LOCAL_DIR=" + dir}, "run-pods")
+}
+
+// runPods runs the pod runner of the cluster in dir until SIGTERM or
+// SIGINT: Pods of the driftless image run dir/bin/driftless, logging to
+// dir/pods/.
+func runPods(dir string) error {
+	cp := &testenv.ControlPlane{Dir: dir}
+	cfg, err := cp.RESTConfig()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r := &testenv.PodRunner{Config: cfg, Images: map[string]string{testenv.DriftlessImage: filepath.Join(dir, "bin", "driftless")}, Dir: filepath.Join(dir, "pods")}
+	fmt.Fprintf(os.Stderr, "pod runner: running the Pods of image %s on node %s with %s; logs in %s\n", testenv.DriftlessImage, testenv.SimulatedNodeName, filepath.Join(dir, "bin", "driftless"), r.Dir)
+	return r.Run(ctx)
 }
 
 func fatal(err error) {

@@ -18,9 +18,10 @@ import (
 
 // TestUpThenDownLeavesNothingBehind drives hack/local-cluster.sh the way a
 // developer does, checks that the cluster runs a Deployment on its simulated
-// node, and that down stops every process up started (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler, kwok) and frees every port they
-// listen on.
+// node and the driftless image's Pods as processes, and that down stops
+// every process up started (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, kwok, the pod runner and what it runs) and frees every
+// port they listen on.
 func TestUpThenDownLeavesNothingBehind(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not available")
@@ -63,6 +64,26 @@ func TestUpThenDownLeavesNothingBehind(t *testing.T) {
 	} else if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "wait", "deployment/web",
 		"--for=condition=Available", "--timeout=60s").CombinedOutput(); err != nil {
 		t.Errorf("deployment did not become available: %v\n%s", err, out)
+	}
+
+	// The pod runner runs a Pod of the driftless image: its process ran
+	// the locally built binary (exit status 0) and logged what it printed.
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "create", "deployment", "version",
+		"--image=ghcr.io/driftless/driftless:latest", "--", "driftless", "version").CombinedOutput(); err != nil {
+		t.Errorf("kubectl create deployment: %v\n%s", err, out)
+	}
+	var podLog string
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		logs, _ := filepath.Glob(filepath.Join(dir, "pods", "default_version-*.log"))
+		if len(logs) > 0 {
+			data, _ := os.ReadFile(logs[0])
+			if podLog = string(data); strings.Contains(podLog, "exited (<nil>)") {
+				break
+			}
+		}
+	}
+	if !strings.Contains(podLog, "exited (<nil>)") || !strings.Contains(podLog, "driftless") {
+		t.Errorf("the pod runner did not run the driftless image's Pod to completion; its log:\n%s", podLog)
 	}
 
 	pids := readPIDs(t, dir)
@@ -178,7 +199,7 @@ func checkNoLeftovers(dir string) (string, error) {
 }
 
 // components are the processes `up` starts, each with a pid file.
-var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "podrunner"}
 
 func readPIDs(t *testing.T, dir string) map[string]int {
 	pids := map[string]int{}

@@ -7,8 +7,8 @@ import (
 )
 
 // ProtectAnnotation set to ProtectDeny on a managed object makes the
-// webhook refuse edits of it by anyone but the agent and the break-glass
-// group.
+// webhook refuse edits and deletes of it by anyone but the agent and the
+// break-glass group.
 const (
 	ProtectAnnotation = "driftless.dev/protect"
 	ProtectDeny       = "deny"
@@ -36,6 +36,14 @@ type Input struct {
 	// NoChange is true when the write changes nothing but bookkeeping
 	// (resourceVersion, managedFields, status).
 	NoChange bool
+	// Delete is true when the write deletes the object.
+	Delete bool
+
+	// SyncUser is the user the agent writes the Sync's objects as when the
+	// Sync acts as a ServiceAccount (impersonation):
+	// system:serviceaccount:<namespace>:<name>; empty when it acts as the
+	// agent itself.
+	SyncUser string
 
 	// User and Groups are the writer's; FieldManager the one it named.
 	User         string
@@ -52,6 +60,11 @@ type Identity struct {
 	AgentUser string
 	// BreakGlassGroup may edit protected objects; empty: nobody.
 	BreakGlassGroup string
+	// AgentNamespace and DefaultServiceAccount are the agent's: a Sync
+	// outside AgentNamespace that names no ServiceAccount acts as
+	// DefaultServiceAccount of its namespace (--default-service-account).
+	AgentNamespace        string
+	DefaultServiceAccount string
 }
 
 // Decision is the webhook's answer to one write.
@@ -68,7 +81,7 @@ type Decision struct {
 // components pass silently; others are warned, and refused when the
 // object is protected unless the writer is in the break-glass group.
 func Decide(in Input, id Identity) Decision {
-	if in.Sync == "" || !in.SyncFound || in.NoChange || passesSilently(in, id) {
+	if in.Sync == "" || !in.SyncFound || in.NoChange || passesSilently(in, id) || actsForSync(in) {
 		return Decision{Allowed: true}
 	}
 	from := ""
@@ -77,7 +90,13 @@ func Decide(in Input, id Identity) Decision {
 	}
 	managed := fmt.Sprintf("managed by driftless %s%s", in.Sync, from)
 	warning := managed + "; this change will be reverted — change it in git"
-	if !in.Reverted {
+	inGit := "change it in git"
+	switch {
+	case in.Delete && in.Reverted:
+		warning, inGit = managed+"; it will be re-created — delete it in git", "delete it in git"
+	case in.Delete:
+		warning, inGit = fmt.Sprintf("%s; it will not be re-created (%s) but is still in git — delete it in git", managed, in.NotRevertedWhy), "delete it in git"
+	case !in.Reverted:
 		warning = fmt.Sprintf("%s; this change will not be reverted (%s) but differs from git — change it in git", managed, in.NotRevertedWhy)
 	}
 	if !in.Protected {
@@ -86,7 +105,7 @@ func Decide(in Input, id Identity) Decision {
 	if id.BreakGlassGroup != "" && slices.Contains(in.Groups, id.BreakGlassGroup) {
 		return Decision{Allowed: true, Warning: fmt.Sprintf("%s is protected (%s=%s); allowed for break-glass group %s. %s", in.Object, ProtectAnnotation, ProtectDeny, id.BreakGlassGroup, warning)}
 	}
-	msg := fmt.Sprintf("%s is protected by driftless (%s=%s): it is %s — change it in git", in.Object, ProtectAnnotation, ProtectDeny, managed)
+	msg := fmt.Sprintf("%s is protected by driftless (%s=%s): it is %s — %s", in.Object, ProtectAnnotation, ProtectDeny, managed, inGit)
 	if id.BreakGlassGroup != "" {
 		msg += fmt.Sprintf(", or as a member of the break-glass group %s", id.BreakGlassGroup)
 	}
@@ -97,9 +116,31 @@ func Decide(in Input, id Identity) Decision {
 // itself, whose writes are never warned about nor refused.
 func passesSilently(in Input, id Identity) bool { return isAgent(in, id) || isSystem(in) }
 
-// isAgent reports whether the write is the agent's own.
-func isAgent(in Input, id Identity) bool {
-	return id.AgentUser != "" && in.User == id.AgentUser && strings.HasPrefix(in.FieldManager, "driftless")
+// isAgent reports whether the write is the agent's own, as itself.
+func isAgent(in Input, id Identity) bool { return agentWrite(in, id.AgentUser) }
+
+// actsForSync reports whether the write is the agent's as the
+// ServiceAccount the managing Sync acts as.
+func actsForSync(in Input) bool { return agentWrite(in, in.SyncUser) }
+
+// agentWrite reports whether the write is by user with the agent's field
+// manager. A delete names no field manager, so any delete by user (the
+// agent's prune pass) counts.
+func agentWrite(in Input, user string) bool {
+	return user != "" && in.User == user && (in.Delete || strings.HasPrefix(in.FieldManager, "driftless"))
+}
+
+// SyncUser is the user the agent acts as for a Sync of namespace ns that
+// names serviceAccount (its spec.serviceAccountName, possibly empty):
+// "" when it acts as itself.
+func SyncUser(ns, serviceAccount string, id Identity) string {
+	if serviceAccount == "" && ns != id.AgentNamespace && id.AgentNamespace != "" {
+		serviceAccount = id.DefaultServiceAccount
+	}
+	if serviceAccount == "" {
+		return ""
+	}
+	return "system:serviceaccount:" + ns + ":" + serviceAccount
 }
 
 // isSystem reports whether the writer is a component of the cluster

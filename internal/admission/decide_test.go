@@ -41,6 +41,43 @@ func TestDecide(t *testing.T) {
 		{name: "a person's edit of a protected object is refused, naming the Sync, the file and the break-glass group",
 			in:          with(func(in *Input) { in.Protected = true }),
 			wantMessage: "ConfigMap apps/app is protected by driftless (driftless.dev/protect=deny): it is managed by driftless driftless-system/default from workloads/app.yaml — change it in git, or as a member of the break-glass group oncall"},
+		{name: "a person's delete of a managed object is allowed with a warning that it will be re-created",
+			in: with(func(in *Input) { in.Delete, in.FieldManager = true, "" }), wantAllowed: true,
+			wantWarning: "managed by driftless driftless-system/default from workloads/app.yaml; it will be re-created — delete it in git"},
+		{name: "with the Sync suspended the delete warning says the object stays deleted but is still in git",
+			in: with(func(in *Input) {
+				in.Delete, in.FieldManager, in.Reverted, in.NotRevertedWhy = true, "", false, "the Sync is suspended"
+			}),
+			wantAllowed: true, wantWarning: "managed by driftless driftless-system/default from workloads/app.yaml; it will not be re-created (the Sync is suspended) but is still in git — delete it in git"},
+		{name: "a person's delete of a protected object is refused, saying to delete it in git",
+			in:          with(func(in *Input) { in.Delete, in.FieldManager, in.Protected = true, "", true }),
+			wantMessage: "ConfigMap apps/app is protected by driftless (driftless.dev/protect=deny): it is managed by driftless driftless-system/default from workloads/app.yaml — delete it in git, or as a member of the break-glass group oncall"},
+		{name: "the agent's own delete (its prune pass) of a protected object passes silently",
+			in:          with(func(in *Input) { in.Delete, in.User, in.FieldManager, in.Protected = true, id.AgentUser, "", true }),
+			wantAllowed: true},
+		{name: "the break-glass group may delete a protected object, with a warning",
+			in: with(func(in *Input) {
+				in.Delete, in.FieldManager, in.Protected, in.Groups = true, "", true, []string{"oncall"}
+			}),
+			wantAllowed: true, wantWarning: "allowed for break-glass group oncall. managed by driftless driftless-system/default from workloads/app.yaml; it will be re-created — delete it in git"},
+		{name: "the agent's write as the Sync's ServiceAccount (impersonation) of a protected object passes silently",
+			in: with(func(in *Input) {
+				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"
+				in.User, in.FieldManager, in.Protected = in.SyncUser, "driftless", true
+			}),
+			wantAllowed: true},
+		{name: "the agent's prune as the Sync's ServiceAccount of a protected object passes silently",
+			in: with(func(in *Input) {
+				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"
+				in.User, in.FieldManager, in.Protected, in.Delete = in.SyncUser, "", true, true
+			}),
+			wantAllowed: true},
+		{name: "kubectl as the Sync's ServiceAccount is still refused on a protected object",
+			in: with(func(in *Input) {
+				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"
+				in.User, in.Protected = in.SyncUser, true
+			}),
+			wantMessage: "ConfigMap apps/app is protected by driftless (driftless.dev/protect=deny): it is managed by driftless driftless-system/default from workloads/app.yaml — change it in git, or as a member of the break-glass group oncall"},
 		{name: "the break-glass group may edit a protected object, with a warning",
 			in:          with(func(in *Input) { in.Protected, in.Groups = true, []string{"oncall"} }),
 			wantAllowed: true, wantWarning: "ConfigMap apps/app is protected (driftless.dev/protect=deny); allowed for break-glass group oncall. managed by driftless"},
@@ -65,4 +102,22 @@ func TestDecide(t *testing.T) {
 			t.Errorf("got %+v, want a refusal that names no break-glass group", got)
 		}
 	})
+}
+
+func TestSyncUser(t *testing.T) {
+	id := Identity{AgentNamespace: "driftless-system", DefaultServiceAccount: "sync"}
+	tests := []struct {
+		name, ns, serviceAccount, want string
+	}{
+		{name: "a Sync that names a ServiceAccount acts as it", ns: "driftless-system", serviceAccount: "driftless-root", want: "system:serviceaccount:driftless-system:driftless-root"},
+		{name: "a Sync of the agent's namespace that names none acts as the agent", ns: "driftless-system", want: ""},
+		{name: "a tenant Sync that names none acts as the default ServiceAccount", ns: "shop", want: "system:serviceaccount:shop:sync"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SyncUser(tt.ns, tt.serviceAccount, id); got != tt.want {
+				t.Errorf("SyncUser(%q, %q) = %q, want %q", tt.ns, tt.serviceAccount, got, tt.want)
+			}
+		})
+	}
 }

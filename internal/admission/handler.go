@@ -85,7 +85,7 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 // input gathers what Decide needs from the request, the Sync and (for a
 // scale) the scaled object.
 func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest) (Input, bool) {
-	in := Input{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, FieldManager: fieldManager(req.Options.Raw)}
+	in := Input{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, FieldManager: fieldManager(req.Options.Raw), Delete: req.Operation == admissionv1.Delete}
 	// The writer is known before anything is read: the agent's own and
 	// the cluster's writes cost no lookup.
 	if passesSilently(in, h.Identity) {
@@ -104,7 +104,7 @@ func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest) 
 			return Input{}, false
 		}
 		if old == nil {
-			old = obj // a create: what it will be
+			old = obj // a create: what it will be (a delete has only the old object)
 		}
 		if old == nil {
 			return Input{}, false
@@ -145,6 +145,7 @@ func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest) 
 		return in, true // not found or unreadable: SyncFound stays false
 	}
 	in.SyncFound = true
+	in.SyncUser = SyncUser(s.Namespace, s.Spec.ServiceAccountName, h.Identity)
 	switch {
 	case s.Spec.Suspend:
 		in.NotRevertedWhy = "the Sync is suspended"

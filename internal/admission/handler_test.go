@@ -16,6 +16,7 @@ import (
 // is, the handler answers without panicking.
 func FuzzServeHTTP(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","operation":"UPDATE","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"driftless.dev/sync":"ns.s"},"annotations":{"driftless.dev/protect":"deny","driftless.dev/origin":"a.yaml#0@abc1234"}}},"oldObject":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"driftless.dev/sync":"ns.s"}}}}}`))
+	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"2","operation":"DELETE","oldObject":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"driftless.dev/sync":"ns.s"},"annotations":{"driftless.dev/protect":"deny"}}}}}`))
 	f.Add([]byte(`{"request":{"subResource":"scale","object":{},"oldObject":[]}}`))
 	f.Add([]byte(`{}`))
 	scheme := runtime.NewScheme()

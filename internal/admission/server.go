@@ -214,7 +214,7 @@ func (s *Server) register(ctx context.Context) error {
 }
 
 // Configuration is the ValidatingWebhookConfiguration of the options: a
-// webhook for writes of objects labelled by a Sync, selected by the API
+// webhook for updates and deletes of objects labelled by a Sync, selected by the API
 // server on the label, and one for scale subresources (a Scale carries no
 // labels, so the handler reads the scaled object's). Both ignore failures:
 // a stopped agent never blocks a write.
@@ -225,12 +225,12 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Validati
 	} else {
 		cc.Service = &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: o.Service, Path: ptr.To(Path), Port: ptr.To[int32](443)}
 	}
-	hook := func(name string, resources []string, selector *metav1.LabelSelector) admissionregistrationv1.ValidatingWebhook {
+	hook := func(name string, resources []string, selector *metav1.LabelSelector, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.ValidatingWebhook {
 		return admissionregistrationv1.ValidatingWebhook{
 			Name:         name,
 			ClientConfig: cc,
 			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+				Operations: ops,
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: resources, Scope: ptr.To(admissionregistrationv1.AllScopes)},
 			}},
 			ObjectSelector:          selector,
@@ -246,8 +246,8 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Validati
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName(o.Namespace), Labels: map[string]string{"app.kubernetes.io/name": "driftless"}},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
-			hook("managed.driftless.dev", []string{"*"}, managed),
-			hook("scale.driftless.dev", []string{"*/scale"}, nil),
+			hook("managed.driftless.dev", []string{"*"}, managed, admissionregistrationv1.Update, admissionregistrationv1.Delete),
+			hook("scale.driftless.dev", []string{"*/scale"}, nil, admissionregistrationv1.Update),
 		},
 	}
 }

@@ -14,10 +14,10 @@ import (
 
 func addAdmissionFlags(f *pflag.FlagSet, o *agentOptions) {
 	d := admission.DefaultOptions()
-	f.BoolVar(&o.admission, "admission-warnings", false, "serve a validating admission webhook: kubectl edits of objects a Sync manages print where in git to change them and whether they will be reverted; objects annotated driftless.dev/protect=deny refuse such edits (docs/admission.md)")
+	f.BoolVar(&o.admission, "admission-warnings", false, "serve a validating admission webhook: kubectl edits and deletes of objects a Sync manages print where in git to change them and whether they will be reverted; objects annotated driftless.dev/protect=deny refuse such edits and deletes (docs/admission.md)")
 	f.StringVar(&o.admissionAddr, "admission-bind-address", d.Addr, "HTTPS address of the admission webhook")
 	f.StringVar(&o.admissionURL, "admission-webhook-url", "", "URL the API server calls for the admission webhook, such as https://127.0.0.1:9443"+admission.Path+" for an agent outside the cluster; default: the Service "+d.Service+" in the agent's namespace")
-	f.StringVar(&o.admissionBreakGlass, "admission-break-glass-group", "", "group whose members may edit objects annotated driftless.dev/protect=deny (with a warning); empty: nobody but the agent")
+	f.StringVar(&o.admissionBreakGlass, "admission-break-glass-group", "", "group whose members may edit and delete objects annotated driftless.dev/protect=deny (with a warning); empty: nobody but the agent")
 }
 
 // admissionServer builds the admission webhook of the agent's flags. The
@@ -34,8 +34,10 @@ func admissionServer(ctx context.Context, mgr ctrl.Manager, direct client.Client
 		Objects: mgr.GetAPIReader(),
 		Mapper:  mgr.GetRESTMapper(),
 		Identity: admission.Identity{
-			AgentUser:       review.Status.UserInfo.Username,
-			BreakGlassGroup: o.admissionBreakGlass,
+			AgentUser:             review.Status.UserInfo.Username,
+			BreakGlassGroup:       o.admissionBreakGlass,
+			AgentNamespace:        o.namespace,
+			DefaultServiceAccount: o.defaultServiceAccount,
 		},
 	}
 	return admission.New(opts)

@@ -13,6 +13,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -170,6 +171,49 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 			return ""
 		})
 	})
+	// The agent here runs as the admin user the kubeconfig names, and a
+	// delete names no field manager: people delete as someone else.
+	person := []string{"--as", "alice", "--as-group", "system:masters"}
+	t.Run("kubectl delete of a managed object prints the warning, succeeds, and the agent re-creates it", func(t *testing.T) {
+		_, stderr, err := kubectl(t, nil, append(person, "-n", ns, "delete", "configmap", "app")...)
+		if err != nil {
+			t.Fatalf("kubectl delete failed: %v: %s", err, stderr)
+		}
+		t.Logf("kubectl printed: %s", stderr)
+		if want := fmt.Sprintf("Warning: managed by driftless %s/apps from apps/app.yaml; it will be re-created — delete it in git", ns); !strings.Contains(stderr, want) {
+			t.Errorf("kubectl printed %q, want %q", stderr, want)
+		}
+		a.eventually("the agent re-creates the deleted object", func() string {
+			if got := configValue(t, ns, "app"); got != "v1" {
+				return "greeting = " + got
+			}
+			return ""
+		})
+	})
+	t.Run("kubectl delete of a protected object is refused and says to delete it in git", func(t *testing.T) {
+		_, stderr, err := kubectl(t, nil, append(person, "-n", ns, "delete", "configmap", "locked")...)
+		if err == nil {
+			t.Fatalf("kubectl delete of a protected object succeeded; stderr %q", stderr)
+		}
+		t.Logf("kubectl printed: %s", stderr)
+		for _, want := range []string{"denied the request", "ConfigMap " + ns + "/locked is protected by driftless (driftless.dev/protect=deny)",
+			"managed by driftless " + ns + "/apps from apps/locked.yaml — delete it in git, or as a member of the break-glass group driftless:break-glass"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("kubectl printed %q, want it to contain %q", stderr, want)
+			}
+		}
+		if got := configValue(t, ns, "locked"); got != "v1" {
+			t.Errorf("greeting = %q after a refused delete, want v1", got)
+		}
+	})
+	t.Run("the agent prunes a protected object deleted from git", func(t *testing.T) {
+		rev := repo.Commit(t, "drop locked", map[string]string{"apps/locked.yaml": ""})
+		runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
+		a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+		if got := configValue(t, ns, "locked"); got != "" {
+			t.Errorf("the protected object removed from git is still there (greeting %q): the webhook refused the agent's prune", got)
+		}
+	})
 	t.Run("a suspended Sync's warning says the change stays but differs from git", func(t *testing.T) {
 		patch := client.MergeFrom(sync.DeepCopy())
 		sync.Spec.Suspend = true
@@ -190,6 +234,60 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// A Sync that acts as a ServiceAccount (as the root Sync of `driftless
+// install` acts as driftless-root) has its objects written and pruned by
+// the agent as that ServiceAccount: the webhook lets those writes through
+// on a protected object, as it does the agent's own.
+func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
+	locked := func(greeting string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: locked\n  namespace: %s\n  annotations:\n    driftless.dev/protect: deny\ndata:\n  greeting: %q\n", ns, greeting)
+	}
+	rev := repo.Commit(t, "first", map[string]string{"apps/locked.yaml": locked("v1"), "apps/app.yaml": configMapIn(ns, "app", "v1")})
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "syncer"}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "syncer-" + ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa.Name}}}
+	for _, obj := range []client.Object{sa, binding} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), binding) })
+	a := startAdmissionAgent(t, ns)
+	sync := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source:             v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
+			Paths:              []string{"apps"},
+			Interval:           metav1.Duration{Duration: time.Hour},
+			ServiceAccountName: sa.Name,
+		},
+	}
+	if err := c.Create(ctx, sync); err != nil {
+		t.Fatal(err)
+	}
+	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	if _, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "locked", "-p", `{"data":{"greeting":"by hand"}}`); err == nil {
+		t.Fatalf("a person's patch of the protected object succeeded: %s", stderr)
+	}
+
+	rev = repo.Commit(t, "change", map[string]string{"apps/locked.yaml": locked("v2")})
+	runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
+	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	if got := configValue(t, ns, "locked"); got != "v2" {
+		t.Errorf("greeting = %q after a commit changed it to v2: the webhook refused the agent's apply as the Sync's ServiceAccount", got)
+	}
+	rev = repo.Commit(t, "drop", map[string]string{"apps/locked.yaml": ""})
+	runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
+	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	if got := configValue(t, ns, "locked"); got != "" {
+		t.Errorf("the protected object removed from git is still there (greeting %q): the webhook refused the agent's prune as the Sync's ServiceAccount", got)
+	}
 }
 
 func mustConfigMap(ns, name string) *corev1.ConfigMap {

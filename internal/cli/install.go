@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,7 +61,10 @@ manifests of config/, as "kubectl apply -k config/default" applies them),
 and the agent's Deployment running
 
   driftless agent --git-url=… --git-branch=… --git-path=… --sync-interval=… \
-    --git-secret=driftless-git-deploy
+    --git-secret=driftless-git-deploy --sync-service-account=driftless-root
+
+(the root Sync acts as the ServiceAccount driftless-root, bound to
+cluster-admin; the agent itself may write nothing but its own status).
 
 For an SSH repository it also makes an ed25519 deploy key and a Secret
 driftless-git-deploy holding it and the git host's known_hosts: fetched from
@@ -192,7 +196,10 @@ func configureAgent(obj *unstructured.Unstructured, o *installOptions) error {
 		if c.Name != "agent" {
 			continue
 		}
-		c.Args = args
+		// The manifest's other flags stay, such as
+		// --sync-service-account=driftless-root: without it the root Sync
+		// would act as the agent itself, which may write nothing.
+		c.Args = append(args, manifestFlagsBut(c.Args, "git-url", "git-branch", "git-path", "sync-interval", "git-secret")...)
 		if o.image != "" {
 			c.Image = o.image
 		}
@@ -207,6 +214,19 @@ func configureAgent(obj *unstructured.Unstructured, o *installOptions) error {
 		return nil
 	}
 	return errors.New("config/manager/deployment.yaml has no container named agent")
+}
+
+// manifestFlagsBut returns the --flag=value arguments of args whose flag
+// is none of names.
+func manifestFlagsBut(args []string, names ...string) []string {
+	var out []string
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if strings.HasPrefix(a, "--") && !slices.Contains(names, name) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func isSSH(gitURL string) bool {

@@ -63,7 +63,7 @@ func TestInstallExportIsValidAndRunsTheAgentWithItsRealFlags(t *testing.T) {
 	pod := deployment.Spec.Template.Spec
 	agent := newAgentCommand()
 	args := pod.Containers[0].Args
-	want := []string{"agent", "--git-url=ssh://git@github.com/org/fleet.git", "--git-branch=main", "--git-path=a,b", "--sync-interval=1m0s", "--git-secret=driftless-git-deploy"}
+	want := []string{"agent", "--git-url=ssh://git@github.com/org/fleet.git", "--git-branch=main", "--git-path=a,b", "--sync-interval=1m0s", "--git-secret=driftless-git-deploy", "--sync-service-account=driftless-root"}
 	if strings.Join(args, " ") != strings.Join(want, " ") {
 		t.Errorf("args = %q, want %q", args, want)
 	}

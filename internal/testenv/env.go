@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -26,6 +27,11 @@ type Env struct {
 	Config       *rest.Config
 	Client       client.Client
 	Clientset    kubernetes.Interface
+	// PodRunner runs the opted-in Pods of the simulated node, with
+	// Options.RunDriftlessPods; nil otherwise.
+	PodRunner *PodRunner
+
+	stopPods func()
 }
 
 // Options choose what a test package's control plane runs. The zero value
@@ -39,6 +45,11 @@ type Options struct {
 	// Audit logs every write request to the API server, so that a test
 	// can tell what a process wrote (Env.AuditMark, Env.AuditWrites).
 	Audit bool
+	// RunDriftlessPods (with Workloads) builds cmd/driftless and starts a
+	// PodRunner that runs it for every Pod of the simulated node whose
+	// container image is DriftlessImage, as its ServiceAccount: the agent
+	// Deployment `driftless install` creates then really runs.
+	RunDriftlessPods bool
 }
 
 // Start launches a control plane (etcd and kube-apiserver) in a fresh
@@ -67,11 +78,38 @@ func StartWith(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (stop: %v)", err, cp.Stop())
 	}
-	return &Env{ControlPlane: cp, Config: cfg, Client: c, Clientset: cs}, nil
+	e := &Env{ControlPlane: cp, Config: cfg, Client: c, Clientset: cs}
+	if opts.RunDriftlessPods {
+		if err := e.startPodRunner(); err != nil {
+			return nil, fmt.Errorf("%w (stop: %v)", err, cp.Stop())
+		}
+	}
+	return e, nil
+}
+
+// startPodRunner builds the driftless binary into the control plane's
+// directory and runs the PodRunner until Stop.
+func (e *Env) startPodRunner() error {
+	if !e.ControlPlane.Workloads {
+		return errors.New("RunDriftlessPods needs Workloads: Pods need a node")
+	}
+	bin, err := BuildDriftless(filepath.Join(e.ControlPlane.Dir, "bin"))
+	if err != nil {
+		return err
+	}
+	e.PodRunner = &PodRunner{Config: e.Config, Images: map[string]string{DriftlessImage: bin}, Dir: filepath.Join(e.ControlPlane.Dir, "pods")}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.PodRunner.Run(ctx) }()
+	e.stopPods = func() { cancel(); <-done }
+	return nil
 }
 
 // Stop stops the control plane and removes its directory.
 func (e *Env) Stop() error {
+	if e.stopPods != nil {
+		e.stopPods()
+	}
 	err := e.ControlPlane.Stop()
 	if err == nil {
 		err = os.RemoveAll(e.ControlPlane.Dir)

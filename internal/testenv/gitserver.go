@@ -45,6 +45,8 @@ type GitServer struct {
 	wg          sync.WaitGroup
 	mu          sync.Mutex
 	conns       map[net.Conn]struct{}
+	// authorized are the keys added with AuthorizeKey, guarded by mu.
+	authorized []ssh.PublicKey
 }
 
 // NewGitServer starts a git server for the test; it stops when the test ends.
@@ -83,7 +85,7 @@ func (s *GitServer) start() error {
 	}
 	s.sshConfig = &ssh.ServerConfig{
 		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			if bytes.Equal(key.Marshal(), authorized.Marshal()) {
+			if bytes.Equal(key.Marshal(), authorized.Marshal()) || s.isAuthorized(key) {
 				return &ssh.Permissions{}, nil
 			}
 			return nil, fmt.Errorf("unknown public key")
@@ -114,6 +116,31 @@ func (s *GitServer) start() error {
 		backend.ServeHTTP(w, r)
 	}))
 	return nil
+}
+
+// AuthorizeKey lets the holder of a key in, besides DeployKey: line is
+// one authorized_keys line ("ssh-ed25519 AAAA… comment"), such as the
+// public key `driftless install` prints for a deploy key.
+func (s *GitServer) AuthorizeKey(line string) error {
+	key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
+	if err != nil {
+		return fmt.Errorf("authorize key: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.authorized = append(s.authorized, key)
+	return nil
+}
+
+func (s *GitServer) isAuthorized(key ssh.PublicKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.authorized {
+		if bytes.Equal(k.Marshal(), key.Marshal()) {
+			return true
+		}
+	}
+	return false
 }
 
 // KnownHosts returns a known_hosts file that trusts this server's host key.

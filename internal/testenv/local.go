@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -132,4 +134,51 @@ func ownedBy(pid int, binary string) bool {
 		want = resolved
 	}
 	return strings.TrimSuffix(exe, " (deleted)") == want
+}
+
+// StartDetachedProcess starts binary with args as a process of its own
+// group that outlives the caller, logging to dir/name.log and recording
+// its pid in dir/name.pid, for StopDetachedProcess.
+func StartDetachedProcess(dir, name, binary string, env []string, args ...string) error {
+	logFile, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	pid := cmd.Process.Pid
+	_ = cmd.Process.Release()
+	return os.WriteFile(filepath.Join(dir, name+".pid"), []byte(strconv.Itoa(pid)+"\n"), 0o600)
+}
+
+// DetachedProcessRunning reports whether the process recorded in
+// dir/name.pid runs binary.
+func DetachedProcessRunning(dir, name, binary string) bool {
+	pid, ok := readPID(filepath.Join(dir, name+".pid"))
+	return ok && ownedBy(pid, binary)
+}
+
+// StopDetachedProcess stops the process recorded in dir/name.pid (its
+// group: SIGTERM, then SIGKILL after 20 s) when it still runs binary, and
+// removes the pid file. It reports whether it stopped one.
+func StopDetachedProcess(dir, name, binary string) (bool, error) {
+	pidFile := filepath.Join(dir, name+".pid")
+	pid, ok := readPID(pidFile)
+	if !ok {
+		return false, nil
+	}
+	stopped := false
+	if ownedBy(pid, binary) {
+		if err := stopPID(pid, 20*time.Second); err != nil {
+			return false, fmt.Errorf("%s: %w", name, err)
+		}
+		stopped = true
+	}
+	return stopped, os.Remove(pidFile)
 }

@@ -1,6 +1,8 @@
 // Package installtest runs `driftless install` against a control plane
 // that runs Pods (a simulated node), so that the agent's Deployment
-// becomes available, which the control plane of package cli cannot do.
+// becomes available, which the control plane of package cli cannot do;
+// a pod runner (testenv.PodRunner) runs the agent of that Deployment as a
+// local process, as its ServiceAccount.
 package installtest
 
 import (
@@ -26,7 +28,9 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.MainWithWorkloads(m, &env, nil) }
+func TestMain(m *testing.M) {
+	testenv.MainWithOptions(m, &env, testenv.Options{Workloads: true, RunDriftlessPods: true}, nil)
+}
 
 // install waits until the agent's Deployment is available, saying so,
 // and only then prints the public key to add as a deploy key.
@@ -70,8 +74,9 @@ func TestInstallWaitsForTheAgentDeploymentToBeAvailable(t *testing.T) {
 func TestCheckPassesOnAnInstalledAndAvailableAgent(t *testing.T) {
 	ns := env.Namespace(t)
 	kubeconfig := env.ControlPlane.KubeconfigPath()
+	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
 	var out, errOut bytes.Buffer
-	if code := cli.Execute([]string{"install", "--kubeconfig", kubeconfig, "--namespace", ns, "--git-url", "https://example.com/fleet.git", "--timeout", "2m"}, &out, &errOut); code != 0 {
+	if code := cli.Execute([]string{"install", "--kubeconfig", kubeconfig, "--namespace", ns, "--git-url", repo.HTTPURL(), "--timeout", "2m"}, &out, &errOut); code != 0 {
 		t.Fatalf("install exited %d: %s", code, errOut.String())
 	}
 	out.Reset()
@@ -101,7 +106,8 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 		}
 		return code, out.String(), errOut.String()
 	}
-	if code, _, errOut := run("", "install", "--git-url", "https://example.com/fleet.git", "--timeout", "2m"); code != 0 {
+	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
+	if code, _, errOut := run("", "install", "--git-url", repo.HTTPURL(), "--timeout", "2m"); code != 0 {
 		t.Fatalf("install failed: %s", errOut)
 	}
 	scheme := runtime.NewScheme()
@@ -115,7 +121,7 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 		t.Fatal(err)
 	}
 	sync := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps", Finalizers: []string{v1alpha1.Finalizer}},
-		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "https://example.com/fleet.git", Branch: "main"}}, Suspend: true}}
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.HTTPURL(), Branch: "main"}}, Suspend: true}}
 	managed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "managed", Labels: map[string]string{v1alpha1.SyncLabel: v1alpha1.SyncLabelValue(ns, "apps")}}}
 	for _, obj := range []client.Object{sync, managed} {
 		if err := c.Create(ctx, obj); err != nil {
@@ -144,7 +150,9 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 	if code, _, errOut := run("n\n", "uninstall", "--crds"); code == 0 || !strings.Contains(errOut, "not confirmed") {
 		t.Errorf("uninstall --crds answered no: exit %d, %s; want a refusal", code, errOut)
 	}
-	if code, out, errOut := run("", "uninstall", "--crds", "--yes"); code != 0 || !strings.Contains(out, "removed the Sync CRD and 1 Syncs") {
+	// Every Sync of the cluster goes: this test's and the root Syncs of
+	// the agents the other tests installed.
+	if code, out, errOut := run("", "uninstall", "--crds", "--yes"); code != 0 || !strings.Contains(out, "removed the Sync CRD and ") {
 		t.Fatalf("uninstall --crds --yes: exit %d: %s\n%s", code, errOut, out)
 	}
 	deadline := time.Now().Add(time.Minute)
