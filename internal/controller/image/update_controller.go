@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/driftless/driftless/api/v1alpha1"
 	synccontroller "github.com/driftless/driftless/internal/controller"
 	"github.com/driftless/driftless/internal/engine"
@@ -175,16 +177,43 @@ func (r *UpdateReconciler) update(ctx context.Context, s *v1alpha1.Sync) (update
 		return update.Outcome{}, err
 	}
 	u := s.Spec.ImageUpdate
-	return update.Run(ctx, update.Request{
+	commit := u.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdateCommit
+	key, keyErr := r.signingKey(ctx, s)
+	if keyErr != nil && commit {
+		return update.Outcome{}, fmt.Errorf("nothing committed: %w", keyErr)
+	}
+	out, err := update.Run(ctx, update.Request{
 		Source:  req,
 		Branch:  u.Branch,
 		Paths:   s.Spec.Paths,
-		Commit:  u.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdateCommit,
+		Commit:  commit,
 		Author:  author(u.Author),
 		Message: u.Message,
 		Dir:     filepath.Join(r.CacheDir, "image-update", s.Namespace, s.Name),
 		Now:     r.Now,
+		SignKey: key,
 	}, &clusterLookup{ctx: ctx, client: r.Client, scanner: r.Scanner, implied: map[string]impliedResult{}})
+	// In Report mode a bad key is reported beside what would be
+	// committed, before Commit mode needs it.
+	return out, errors.Join(err, keyErr)
+}
+
+// signingKey reads the key of spec.imageUpdate.signingKey, nil when the
+// Sync sets none. Its errors never hold key material.
+func (r *UpdateReconciler) signingKey(ctx context.Context, s *v1alpha1.Sync) (*openpgp.Entity, error) {
+	ref := s.Spec.ImageUpdate.SigningKey
+	if ref == nil {
+		return nil, nil
+	}
+	name := s.Namespace + "/" + ref.SecretRef.Name
+	var secret corev1.Secret
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: ref.SecretRef.Name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &source.SigningKeyError{Err: fmt.Errorf("signing key Secret %s does not exist: create it with an armored OpenPGP private key under %s, or remove spec.imageUpdate.signingKey", name, source.SigningKeyEntry)}
+		}
+		return nil, fmt.Errorf("read signing key Secret %s: %w", name, err)
+	}
+	return source.ParseSigningKey(name, secret.Data, r.now())
 }
 
 func author(a *v1alpha1.CommitAuthor) v1alpha1.CommitAuthor {

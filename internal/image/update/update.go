@@ -10,6 +10,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -51,6 +52,8 @@ type Request struct {
 	Attempts int
 	// Now is the commit time; nil is time.Now.
 	Now func() time.Time
+	// SignKey, when set, signs the commits (see source.ParseSigningKey).
+	SignKey *openpgp.Entity
 }
 
 // Outcome is what an update did.
@@ -204,7 +207,7 @@ func apply(req Request, repo *git.Repository, tmpl *template.Template, lookup se
 		now = req.Now
 	}
 	sig := &object.Signature{Name: author.Name, Email: author.Email, When: now()}
-	hash, err := wt.Commit(out.Message, &git.CommitOptions{Author: sig, Committer: sig})
+	hash, err := wt.Commit(out.Message, &git.CommitOptions{Author: sig, Committer: sig, SignKey: req.SignKey})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("commit: %w", err)
 	}

@@ -113,6 +113,45 @@ func TestCommitModePushesOneCommitListingTheChange(t *testing.T) {
 	}
 }
 
+// A commit signed with the Sync's key verifies, on the server's branch,
+// with its public key, as spec.source.git.verify checks a revision before
+// it is applied; the same revision refuses a verifier that trusts
+// another key.
+func TestCommitModeSignsTheCommitWithTheSigningKey(t *testing.T) {
+	_, repo, req := newRepo(t)
+	robot := testenv.NewOpenPGPKey(t, "Image Bot", "bot@example.com", "")
+	key, err := source.ParseSigningKey("team/bot", map[string][]byte{source.SigningKeyEntry: []byte(robot.ArmoredPrivate)}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SignKey = key
+	out, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head := gitOut(t, repo.Bare, "rev-parse", "main"); head != out.Commit {
+		t.Fatalf("server's main is %s, want the pushed commit %s", head, out.Commit)
+	}
+	checkout := func(trusted string) error {
+		keys, err := source.ParseTrustedKeys("trusted", map[string][]byte{"bot.asc": []byte(trusted)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		verified := req.Source
+		verified.Verify = &source.Verification{Mode: source.VerifyHEAD, Keys: keys}
+		tree, err := (&source.Mirror{Dir: t.TempDir()}).Checkout(context.Background(), verified, out.Commit)
+		tree.Release()
+		return err
+	}
+	if err := checkout(robot.ArmoredPublic); err != nil {
+		t.Errorf("the pushed commit does not verify with the signing key's public key: %v", err)
+	}
+	other := testenv.NewOpenPGPKey(t, "Someone Else", "else@example.com", "")
+	if err := checkout(other.ArmoredPublic); err == nil || !strings.Contains(err.Error(), "OpenPGP key "+robot.ID+", which is not trusted") {
+		t.Errorf("verified with another key: %v, want the robot's key %s named as not trusted", err, robot.ID)
+	}
+}
+
 func TestReportModePushesNothing(t *testing.T) {
 	_, repo, req := newRepo(t)
 	req.Commit = false
