@@ -270,3 +270,85 @@ func TestImageUpdateWithAnUnusableSigningKeyPushesNothing(t *testing.T) {
 		})
 	}
 }
+
+// Removing spec.imageUpdate removes what the last update reported: a
+// pending change that will never be committed is not left in the status.
+func TestImageUpdateStatusIsClearedWhenTheFieldIsRemoved(t *testing.T) {
+	f := newUpdateFixture(t, markedApp, &v1alpha1.ImageUpdateSpec{Mode: v1alpha1.ImageUpdateReport})
+	if s := f.reconcile(t); s.Status.ImageUpdate == nil || len(s.Status.ImageUpdate.Pending) != 1 {
+		t.Fatalf("status.imageUpdate = %+v, want one pending change", s.Status.ImageUpdate)
+	}
+	var s v1alpha1.Sync
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(f.sync), &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.ImageUpdate = nil
+	if err := c.Update(context.Background(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.reconcile(t).Status.ImageUpdate; got != nil {
+		t.Errorf("status.imageUpdate = %+v after spec.imageUpdate was removed, want it gone", got)
+	}
+}
+
+// A tenant's Sync (outside the agent's namespace) may name only the
+// ImagePolicies of its own namespace: a marker naming another namespace's
+// policy is reported with its file and line and left alone, whether that
+// policy exists or not; the agent's own Syncs may name any.
+func TestImageUpdateFencesATenantToItsOwnPolicies(t *testing.T) {
+	other := env.Namespace(t)
+	p := &v1alpha1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: other}, Spec: semver("registry.example.com/app", "^1")}
+	if err := c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.LatestTag = "1.5.0"
+	if err := c.Status().Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	files := func(ns string) map[string]string {
+		return map[string]string{
+			"apps/own.yaml":   "image: registry.example.com/app:1.0.0 # {\"$imagepolicy\": \"" + ns + ":app\"}\n",
+			"apps/other.yaml": "# another team's policy\nimage: registry.example.com/app:1.0.0 # {\"$imagepolicy\": \"" + other + ":app\"}\n",
+		}
+	}
+	for _, tc := range []struct {
+		name         string
+		agentsOwn    bool
+		otherPending bool
+	}{
+		{"a tenant's Sync is refused another namespace's policy", false, false},
+		{"the agent's own Sync may name a policy in any namespace", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newUpdateFixture(t, files, &v1alpha1.ImageUpdateSpec{Mode: v1alpha1.ImageUpdateReport})
+			f.r.AgentNamespace = "driftless-system"
+			if tc.agentsOwn {
+				f.r.AgentNamespace = f.ns
+			}
+			u := f.reconcile(t).Status.ImageUpdate
+			if u == nil {
+				t.Fatal("no status.imageUpdate")
+			}
+			pending := map[string]string{}
+			for _, ch := range u.Pending {
+				pending[ch.File] = ch.New
+			}
+			if pending["apps/own.yaml"] != "registry.example.com/app:1.1.0" {
+				t.Errorf("pending %+v, want apps/own.yaml updated to its namespace's policy's 1.1.0", u.Pending)
+			}
+			if _, ok := pending["apps/other.yaml"]; ok != tc.otherPending {
+				t.Errorf("pending %+v: apps/other.yaml pending = %v, want %v", u.Pending, ok, tc.otherPending)
+			}
+			if tc.otherPending {
+				if len(u.Problems) != 0 {
+					t.Errorf("problems %q, want none", u.Problems)
+				}
+				return
+			}
+			want := "apps/other.yaml:2: ImagePolicy " + other + "/app: is in another namespace: a Sync outside the agent's namespace may use only the ImagePolicies of its own namespace, " + f.ns
+			if len(u.Problems) != 1 || !strings.HasPrefix(u.Problems[0], want) {
+				t.Errorf("problems %q, want one starting %q", u.Problems, want)
+			}
+		})
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/template"
 	"time"
@@ -13,9 +12,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/image/setters"
@@ -45,8 +42,12 @@ type Request struct {
 	Author v1alpha1.CommitAuthor
 	// Message is a text/template over {{.Changes}}; empty is DefaultMessage.
 	Message string
-	// Dir is a scratch directory for the clone; it is emptied first.
+	// Dir is a scratch directory for the checkout; it is emptied first.
 	Dir string
+	// Mirror is the agent's git mirror, which the update fetches the
+	// branch into and takes its checkout from (see source.Mirror.Base);
+	// nil is a mirror of the update's own, beside Dir.
+	Mirror *source.Mirror
 	// Attempts is how many times a push that loses a race is retried
 	// on the new head; 0 means 3.
 	Attempts int
@@ -90,9 +91,9 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 	if err != nil {
 		return Outcome{}, fmt.Errorf("spec.imageUpdate.message is not a Go template: %w", err)
 	}
-	repo, err := clone(ctx, req, branch, auth)
-	if err != nil {
-		return Outcome{}, err
+	mirror := req.Mirror
+	if mirror == nil {
+		mirror = &source.Mirror{Dir: req.Dir + ".mirror"}
 	}
 	attempts := req.Attempts
 	if attempts <= 0 {
@@ -100,6 +101,13 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 	}
 	var lastErr error
 	for range attempts {
+		// Each attempt starts from the branch's tip as the mirror fetches
+		// it: after a lost race, a change pushed meanwhile (by a person,
+		// to the same file) is kept.
+		repo, err := base(ctx, req, mirror, branch)
+		if err != nil {
+			return Outcome{}, err
+		}
 		out, err := apply(req, repo, tmpl, lookup)
 		if err != nil || !req.Commit || len(out.Changes) == 0 {
 			return out, err
@@ -110,6 +118,7 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 		}
 		err = repo.PushContext(ctx, &git.PushOptions{
 			RemoteName: "origin",
+			RemoteURL:  req.Source.URL,
 			Auth:       auth,
 			RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:refs/heads/%s", head.Name(), branch))},
 		})
@@ -119,11 +128,6 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 		lastErr = fmt.Errorf("push %s to branch %s of %s: %w", source.Short(out.Commit), branch, source.Redact(req.Source.URL), err)
 		if !retryable(err) {
 			return Outcome{}, lastErr
-		}
-		// Lost a race: start again from the branch's new head, so a
-		// change pushed meanwhile (by a person, to the same file) is kept.
-		if err := resetToRemote(ctx, repo, branch, auth); err != nil {
-			return Outcome{}, errors.Join(lastErr, err)
 		}
 	}
 	return Outcome{}, fmt.Errorf("gave up after %d attempts: %w", attempts, lastErr)
@@ -139,29 +143,26 @@ func retryable(err error) bool {
 	return strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "fetch first")
 }
 
-func clone(ctx context.Context, req Request, branch string, auth transport.AuthMethod) (*git.Repository, error) {
-	if err := os.RemoveAll(req.Dir); err != nil {
-		return nil, err
-	}
-	// The push branch when it exists (updates accumulate on it), else the
-	// Sync's branch to start it from.
-	for _, b := range uniq(branch, orDefault(req.Source.Ref.Branch, "master")) {
-		repo, err := git.PlainCloneContext(ctx, req.Dir, false, &git.CloneOptions{
-			URL: req.Source.URL, Auth: auth, ReferenceName: plumbing.NewBranchReferenceName(b), SingleBranch: true, Tags: git.NoTags,
-		})
+// base checks out the tip of the push branch when it exists (updates
+// accumulate on it), else of the Sync's branch to start it from. A base
+// on the Sync's branch must pass the Sync's signature check: a signed
+// robot commit must not vouch for an untrusted one beneath it.
+func base(ctx context.Context, req Request, mirror *source.Mirror, branch string) (*git.Repository, error) {
+	from := orDefault(req.Source.Ref.Branch, "master")
+	for _, b := range uniq(branch, from) {
+		r := source.Request{URL: req.Source.URL, Ref: source.Ref{Branch: b}, Credentials: req.Source.Credentials}
+		if b == from {
+			r.Verify = req.Source.Verify
+		}
+		repo, err := mirror.Base(ctx, r, req.Dir)
 		if err == nil {
 			return repo, nil
 		}
-		_ = os.RemoveAll(req.Dir)
-		if !errors.Is(err, plumbing.ErrReferenceNotFound) && !isNoMatchingRef(err) {
-			return nil, fmt.Errorf("clone branch %s of %s: %w", b, source.Redact(req.Source.URL), err)
+		if !errors.Is(err, source.ErrNoBranch) {
+			return nil, fmt.Errorf("check out branch %s of %s: %w", b, source.Redact(req.Source.URL), err)
 		}
 	}
-	return nil, fmt.Errorf("neither branch %s nor %s exists in %s", branch, req.Source.Ref.Branch, source.Redact(req.Source.URL))
-}
-
-func isNoMatchingRef(err error) bool {
-	return strings.Contains(err.Error(), "couldn't find remote ref")
+	return nil, fmt.Errorf("neither branch %s nor %s exists in %s", branch, from, source.Redact(req.Source.URL))
 }
 
 // apply rewrites the markers in the worktree and, in Commit mode, commits.
@@ -213,27 +214,6 @@ func apply(req Request, repo *git.Repository, tmpl *template.Template, lookup se
 	}
 	out.Commit = hash.String()
 	return out, nil
-}
-
-// resetToRemote fetches branch and resets the worktree to it.
-func resetToRemote(ctx context.Context, repo *git.Repository, branch string, auth transport.AuthMethod) error {
-	remoteRef := plumbing.NewRemoteReferenceName("origin", branch)
-	err := repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: "origin", Auth: auth, Force: true, Tags: git.NoTags,
-		RefSpecs: []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", branch, remoteRef))},
-	})
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return fmt.Errorf("fetch branch %s: %w", branch, err)
-	}
-	ref, err := repo.Reference(remoteRef, true)
-	if err != nil {
-		return fmt.Errorf("branch %s after fetch: %w", branch, err)
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return err
-	}
-	return wt.Reset(&git.ResetOptions{Commit: ref.Hash(), Mode: git.HardReset})
 }
 
 func orDefault(s, d string) string {

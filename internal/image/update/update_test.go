@@ -152,6 +152,54 @@ func TestCommitModeSignsTheCommitWithTheSigningKey(t *testing.T) {
 	}
 }
 
+// The update takes its checkout from the agent's mirror, which the Syncs
+// of the repository share: one fetch of the branch's tip into the mirror,
+// and a checkout of that tip alone, without the repository's history.
+func TestTheUpdateStartsFromTheSharedMirrorWithoutTheHistory(t *testing.T) {
+	_, repo, req := newRepo(t)
+	for i := range 20 {
+		repo.Commit(t, fmt.Sprintf("history %d", i), map[string]string{"README.md": fmt.Sprintf("fleet %d\n", i)})
+	}
+	req.Mirror = &source.Mirror{Dir: t.TempDir()}
+	out, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head := gitOut(t, repo.Bare, "rev-parse", "main"); head != out.Commit {
+		t.Fatalf("server's main is %s, want the pushed commit %s", head, out.Commit)
+	}
+	if n := gitOut(t, req.Dir, "rev-list", "--count", "HEAD"); n != "2" {
+		t.Errorf("the update's checkout holds %s commits, want 2 (the tip and the image commit), not the history", n)
+	}
+	if f := req.Mirror.Stats().Fetches; f != 1 {
+		t.Errorf("the mirror fetched %d times, want once", f)
+	}
+	if got := gitOut(t, repo.Bare, "rev-list", "--count", "main"); got != "22" {
+		t.Errorf("main holds %s commits after the push, want 22: the history is intact", got)
+	}
+}
+
+// When the Sync verifies signatures, the update refuses to build on a tip
+// that is not signed by a trusted key: its own commit, signed or not,
+// would otherwise carry an untrusted change into the cluster.
+func TestTheUpdateDoesNotBuildOnAnUnverifiedTip(t *testing.T) {
+	_, repo, req := newRepo(t)
+	before := gitOut(t, repo.Bare, "rev-parse", "main")
+	trusted := testenv.NewOpenPGPKey(t, "Someone", "someone@example.com", "")
+	keys, err := source.ParseTrustedKeys("trusted", map[string][]byte{"someone.asc": []byte(trusted.ArmoredPublic)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Source.Verify = &source.Verification{Mode: source.VerifyHEAD, Keys: keys}
+	_, err = Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err == nil || !strings.Contains(err.Error(), "commit "+before[:7]+" is not signed") {
+		t.Fatalf("Run: %v, want the unsigned tip %s refused", err, before[:7])
+	}
+	if after := gitOut(t, repo.Bare, "rev-parse", "main"); after != before {
+		t.Errorf("main moved to %s", after)
+	}
+}
+
 func TestReportModePushesNothing(t *testing.T) {
 	_, repo, req := newRepo(t)
 	req.Commit = false
