@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -27,12 +29,14 @@ var ErrNoBranch = errors.New("no such branch")
 // commit and files from the mirror's objects, with no history (shallow)
 // and no fetch of its own. dir's branch of the same name is checked out
 // at the tip; its remote origin is req's URL without credentials, so a
-// push names req.URL in full (PushOptions.RemoteURL).
+// push names req.URL in full (PushOptions.RemoteURL). With paths, only
+// the files under them are written (a sparse checkout); the index still
+// holds every file, so a commit keeps the others as they are.
 //
 // When req.Verify is set, the tip must carry the signature it asks for: a
 // writer that signs with a trusted key must not vouch for a commit that
 // is not trusted itself.
-func (m *Mirror) Base(ctx context.Context, req Request, dir string) (*git.Repository, error) {
+func (m *Mirror) Base(ctx context.Context, req Request, dir string, paths []string) (*git.Repository, error) {
 	if req.Ref.Tag != "" || req.Ref.Commit != "" {
 		return nil, fmt.Errorf("a base must be a branch, not %s", req.Ref)
 	}
@@ -69,7 +73,7 @@ func (m *Mirror) Base(ctx context.Context, req Request, dir string) (*git.Reposi
 	if err != nil {
 		return nil, err
 	}
-	if err := wt.Reset(&git.ResetOptions{Commit: tip.Hash(), Mode: git.HardReset}); err != nil {
+	if err := wt.ResetSparsely(&git.ResetOptions{Commit: tip.Hash(), Mode: git.HardReset}, sparse(paths)); err != nil {
 		return nil, fmt.Errorf("check out the tip %s of branch %s: %w", Short(tip.Hash().String()), branch, err)
 	}
 	return repo, nil
@@ -150,4 +154,19 @@ func copyObjects(from storer.EncodedObjectStorer, to storage.Storer, commit *obj
 		return err
 	}
 	return to.SetShallow([]plumbing.Hash{commit.Hash})
+}
+
+// sparse returns the directories of a sparse checkout of paths: nil (all)
+// when one of them is the root. A path is a prefix: "apps" also writes
+// "apps2/", which costs time, not correctness.
+func sparse(paths []string) []string {
+	var dirs []string
+	for _, p := range paths {
+		p = path.Clean(strings.TrimPrefix(p, "/"))
+		if p == "." || p == "" {
+			return nil
+		}
+		dirs = append(dirs, p)
+	}
+	return dirs
 }

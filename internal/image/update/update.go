@@ -154,7 +154,7 @@ func base(ctx context.Context, req Request, mirror *source.Mirror, branch string
 		if b == from {
 			r.Verify = req.Source.Verify
 		}
-		repo, err := mirror.Base(ctx, r, req.Dir)
+		repo, err := mirror.Base(ctx, r, req.Dir, req.Paths)
 		if err == nil {
 			return repo, nil
 		}

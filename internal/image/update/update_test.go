@@ -177,6 +177,16 @@ func TestTheUpdateStartsFromTheSharedMirrorWithoutTheHistory(t *testing.T) {
 	if got := gitOut(t, repo.Bare, "rev-list", "--count", "main"); got != "22" {
 		t.Errorf("main holds %s commits after the push, want 22: the history is intact", got)
 	}
+	// Only the Sync's paths are written out; the commit keeps the rest.
+	if _, err := os.Stat(filepath.Join(req.Dir, "README.md")); !os.IsNotExist(err) {
+		t.Errorf("README.md, outside the Sync's paths, was written to the checkout (stat: %v)", err)
+	}
+	if got := gitOut(t, repo.Bare, "show", "main:README.md"); got != "fleet 19" {
+		t.Errorf("README.md on main after the image commit: %q, want it unchanged", got)
+	}
+	if got := gitOut(t, repo.Bare, "diff", "--name-only", "main^", "main"); got != "apps/app.yaml" {
+		t.Errorf("the image commit changes %q, want apps/app.yaml alone", got)
+	}
 }
 
 // When the Sync verifies signatures, the update refuses to build on a tip
