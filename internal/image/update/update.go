@@ -158,6 +158,11 @@ func base(ctx context.Context, req Request, mirror *source.Mirror, branch string
 		if err == nil {
 			return repo, nil
 		}
+		var unverified *source.VerificationError
+		if errors.As(err, &unverified) {
+			return nil, fmt.Errorf("nothing committed on branch %s, whose tip the Sync would not apply (spec.source.git.verify): %w; "+
+				"once a trusted commit is on top, the update goes on (sign the robot's commits with spec.imageUpdate.signingKey and trust its key)", b, err)
+		}
 		if !errors.Is(err, source.ErrNoBranch) {
 			return nil, fmt.Errorf("check out branch %s of %s: %w", b, source.Redact(req.Source.URL), err)
 		}

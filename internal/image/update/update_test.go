@@ -202,7 +202,7 @@ func TestTheUpdateDoesNotBuildOnAnUnverifiedTip(t *testing.T) {
 	}
 	req.Source.Verify = &source.Verification{Mode: source.VerifyHEAD, Keys: keys}
 	_, err = Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
-	if err == nil || !strings.Contains(err.Error(), "commit "+before[:7]+" is not signed") {
+	if err == nil || !strings.Contains(err.Error(), "nothing committed on branch main, whose tip the Sync would not apply (spec.source.git.verify): commit "+before[:7]+" is not signed") {
 		t.Fatalf("Run: %v, want the unsigned tip %s refused", err, before[:7])
 	}
 	if after := gitOut(t, repo.Bare, "rev-parse", "main"); after != before {
