@@ -69,9 +69,11 @@ type Outcome struct {
 	Message string
 }
 
-// Run clones, rewrites and, in Commit mode, commits and pushes. Problems
-// in files are in the outcome (those files are not changed); the error is
-// for what stopped the update: the clone, the push, the template.
+// Run checks out the branch's tip from the mirror, rewrites and, in Commit
+// mode, commits (signed with SignKey, if set) and pushes. Problems in files
+// are in the outcome (those files are not changed); the error is for what
+// stopped the update: the fetch, the signature of the tip, the push, the
+// template.
 func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, error) {
 	if req.Source.Ref.Tag != "" || req.Source.Ref.Commit != "" {
 		return Outcome{}, errors.New("image update needs a branch source: spec.source.git names a tag or a commit, which cannot be pushed to; set spec.source.git.branch or remove spec.imageUpdate")
