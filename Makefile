@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/driftless/driftless/internal/cli.version=$(VERSION) \
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 export DRIFTLESS_K8S_BIN := $(CURDIR)/bin/k8s
 
-.PHONY: reliability fuzz help build generate controlplane sops test lint demo bench check-leftovers clean
+.PHONY: reliability fuzz help build generate controlplane sops test lint demo demo-images bench check-leftovers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ lint: ## gofmt, go vet, staticcheck
 demo: controlplane build ## run the demo on a local control plane
 	hack/demo.sh
 
+demo-images: controlplane build ## run the image automation demo: a new tag in a loopback registry becomes a commit, then runs (docs/image-automation.md)
+	hack/demo-images.sh
+
 bench: controlplane ## measure against the performance targets in docs/performance.md: 1,000 objects, or 100/1,000/5,000 with FULL=1
 	$(GO) run ./bench $(if $(FULL),-full) $(BENCHFLAGS)
 
@@ -57,4 +60,4 @@ check-leftovers: ## fail if a process started from this checkout (demo, tests, b
 
 clean: ## stop the local cluster and remove build outputs (keeps bin/k8s)
 	-hack/local-cluster.sh down
-	rm -rf .local bin/driftless bin/localcluster
+	rm -rf .local bin/driftless bin/localcluster bin/registry

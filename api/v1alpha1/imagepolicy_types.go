@@ -188,6 +188,18 @@ type ImageUpdateSpec struct {
 	// {.Changes} with fields File, Line, Image, Old, New, Policy.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// SigningKey signs the commits with an OpenPGP key. Without it,
+	// commits are not signed.
+	// +optional
+	SigningKey *SigningKey `json:"signingKey,omitempty"`
+}
+
+// SigningKey names the Secret that holds the key commits are signed with.
+type SigningKey struct {
+	// SecretRef names a Secret in the Sync's namespace whose entry
+	// git.asc is an armored OpenPGP private key without a passphrase
+	// (gpg --armor --export-secret-keys KEYID).
+	SecretRef LocalObjectReference `json:"secretRef"`
 }
 
 // ImageChange is one marker whose value would change.

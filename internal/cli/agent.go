@@ -248,7 +248,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if o.webhookAddr != "" {
 		wake = make(chan event.TypedGenericEvent[*v1alpha1.Sync])
 	}
-	if _, err := controller.Setup(mgr, controller.Options{
+	syncs, err := controller.Setup(mgr, controller.Options{
 		CacheDir:      o.cacheDir,
 		DryRun:        o.dryRun,
 		Concurrency:   o.concurrent,
@@ -263,11 +263,14 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 			FileURLs:              o.allowFileURLs,
 		},
 		DefaultAgeKey: ageKey,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	imageOpts := imagecontroller.DefaultOptions()
 	imageOpts.CacheDir = o.cacheDir
+	imageOpts.Mirror = syncs.Mirror()
+	imageOpts.AgentNamespace = o.namespace
 	if err := imagecontroller.Setup(mgr, imageOpts); err != nil {
 		return err
 	}

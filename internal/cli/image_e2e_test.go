@@ -37,9 +37,10 @@ spec:
 }
 
 // The whole loop with the real agent: a new tag in the registry becomes a
-// commit in git (author and message as configured), which the Sync applies
-// to the cluster; beside it, a Sync in Report mode only says what it
-// would commit.
+// commit in git (author and message as configured, signed with the
+// Sync's OpenPGP key), which the Sync, verifying every revision it
+// applies, accepts and applies to the cluster; beside it, a Sync in
+// Report mode only says what it would commit.
 func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -49,7 +50,19 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 
 	srv := testenv.NewGitServer(t)
 	commitRepo, reportRepo := srv.NewRepo(t, "fleet"), srv.NewRepo(t, "report")
-	commitRepo.Commit(t, "app", map[string]string{"apps/app.yaml": markedDeployment("app", image+":1.0.0", ns)})
+	// A person signs the first commit with their SSH key; the robot signs
+	// its commits with an OpenPGP key; the Sync trusts both.
+	human := testenv.NewSSHSigningKey(t)
+	robot := testenv.NewOpenPGPKey(t, "Image Bot", "bot@example.com", "")
+	commitRepo.SignedCommit(t, human, "app", map[string]string{"apps/app.yaml": markedDeployment("app", image+":1.0.0", ns)})
+	for name, data := range map[string]map[string][]byte{
+		"trusted":   {"allowed_signers": []byte(human.AllowedSigner + "\n"), "robot.asc": []byte(robot.ArmoredPublic)},
+		"robot-key": {"git.asc": []byte(robot.ArmoredPrivate)},
+	} {
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: data}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	reportHead := reportRepo.Commit(t, "app", map[string]string{"apps/app.yaml": markedDeployment("reported", image+":1.0.0", ns)})
 	if err := c.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: ns},
@@ -92,7 +105,10 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 			},
 		}
 	}
-	for _, s := range []*v1alpha1.Sync{sync("fleet", commitRepo, v1alpha1.ImageUpdateCommit), sync("report", reportRepo, v1alpha1.ImageUpdateReport)} {
+	signed := sync("fleet", commitRepo, v1alpha1.ImageUpdateCommit)
+	signed.Spec.Source.Git.Verify = &v1alpha1.GitVerification{Mode: v1alpha1.VerifyHEAD, SecretRef: v1alpha1.LocalObjectReference{Name: "trusted"}}
+	signed.Spec.ImageUpdate.SigningKey = &v1alpha1.SigningKey{SecretRef: v1alpha1.LocalObjectReference{Name: "robot-key"}}
+	for _, s := range []*v1alpha1.Sync{signed, sync("report", reportRepo, v1alpha1.ImageUpdateReport)} {
 		if err := c.Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
@@ -120,10 +136,13 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 		}
 		return ""
 	})
+	if raw := gitIn(t, commitRepo.Bare, "cat-file", "commit", "main"); !strings.Contains(raw, "-----BEGIN PGP SIGNATURE-----") {
+		t.Errorf("the robot's commit is not signed:\n%s", raw)
+	}
 	if got := gitIn(t, commitRepo.Bare, "show", "main:apps/app.yaml"); !strings.Contains(got, image+":1.2.3 # {\"$imagepolicy\"") {
 		t.Errorf("apps/app.yaml on main:\n%s\nwant the marked image at 1.2.3 with its marker", got)
 	}
-	a.eventually("the cluster runs 1.2.3", func() string {
+	a.eventually("the Sync verifies the robot's commit and the cluster runs 1.2.3", func() string {
 		if got := deploymentImage("app"); got != image+":1.2.3" {
 			return "image " + got
 		}

@@ -442,6 +442,9 @@ func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request) error {
 	m.fetches.Add(1)
 	err = r.repo.FetchContext(ctx, opts)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		if errors.Is(err, git.NoMatchingRefSpecError{}) && req.Ref.Tag == "" && req.Ref.Commit == "" {
+			return &noBranchError{err: fetchError(req, err)}
+		}
 		return fetchError(req, err)
 	}
 	return nil

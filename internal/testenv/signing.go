@@ -1,11 +1,16 @@
 package testenv
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
 )
 
 // SigningKey is a key git signs commits and tags with: an ed25519 SSH key
@@ -126,4 +131,61 @@ func run(t testing.TB, env []string, name string, args ...string) string {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// OpenPGPKey is an OpenPGP key made in process, for the agent to sign
+// commits with (spec.imageUpdate.signingKey).
+type OpenPGPKey struct {
+	// ArmoredPrivate is the private key as gpg --armor
+	// --export-secret-keys writes it; encrypted when made with a
+	// passphrase.
+	ArmoredPrivate string
+	// ArmoredPublic is its public key, for a verification Secret.
+	ArmoredPublic string
+	// ID is the 16-digit key ID a verifier reports.
+	ID string
+}
+
+// NewOpenPGPKey makes a key for name <email>, its private part protected
+// by passphrase unless that is empty.
+func NewOpenPGPKey(t testing.TB, name, email, passphrase string) *OpenPGPKey {
+	t.Helper()
+	e, err := openpgp.NewEntity(name, "", email, &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pub bytes.Buffer
+	w, err := armor.Encode(&pub, openpgp.PublicKeyType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Serialize(w); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	// Self-signatures are made while the key is still in the clear.
+	var priv bytes.Buffer
+	w, err = armor.Encode(&priv, openpgp.PrivateKeyType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SerializePrivateWithoutSigning(w, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if passphrase != "" {
+		if err := e.EncryptPrivateKeys([]byte(passphrase), nil); err != nil {
+			t.Fatal(err)
+		}
+		priv.Reset()
+		w, err = armor.Encode(&priv, openpgp.PrivateKeyType, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.SerializePrivateWithoutSigning(w, nil); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	return &OpenPGPKey{ArmoredPrivate: priv.String(), ArmoredPublic: pub.String(), ID: e.PrimaryKey.KeyIdString()}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 
 	"github.com/driftless/driftless/internal/image/policy"
+	"github.com/driftless/driftless/internal/source"
 )
 
 // Options configure the image automation controllers.
@@ -17,8 +18,14 @@ type Options struct {
 	Concurrency int
 	// Scan bounds the registry requests (retries, rate per registry).
 	Scan policy.ScanOptions
-	// CacheDir holds the scratch clones of image updates.
+	// CacheDir holds the scratch checkouts of image updates.
 	CacheDir string
+	// Mirror is the git mirror the Syncs read from; updates fetch into it
+	// and take their checkouts from it. Nil: a mirror per Sync in CacheDir.
+	Mirror *source.Mirror
+	// AgentNamespace is the agent's namespace: Syncs elsewhere may use
+	// only the ImagePolicies of their own namespace.
+	AgentNamespace string
 }
 
 // DefaultOptions returns the agent's defaults.
@@ -58,6 +65,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Scanner:  scanner,
 		Recorder: recorder,
 		CacheDir: opts.CacheDir,
+		Mirror:   opts.Mirror,
+
+		AgentNamespace: opts.AgentNamespace,
 	}
 	return updates.SetupWithManager(mgr)
 }

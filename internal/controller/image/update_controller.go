@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+
 	"github.com/driftless/driftless/api/v1alpha1"
 	synccontroller "github.com/driftless/driftless/internal/controller"
 	"github.com/driftless/driftless/internal/engine"
@@ -51,16 +53,24 @@ type UpdateReconciler struct {
 	// Scanner scans the registries of Flux v1 implied policies.
 	Scanner  *policy.Scanner
 	Recorder EventRecorder
-	// CacheDir holds one scratch clone per Sync.
+	// CacheDir holds one scratch checkout per Sync.
 	CacheDir string
-	Now      func() time.Time
+	// Mirror is the agent's git mirror (nil: one per Sync in CacheDir).
+	Mirror *source.Mirror
+	// AgentNamespace is the agent's own namespace: a Sync in any other
+	// namespace may use only the ImagePolicies of its own. Empty: every
+	// Sync may use every policy.
+	AgentNamespace string
+	Now            func() time.Time
 }
 
 // SetupWithManager registers r with mgr.
 func (r *UpdateReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	// A Sync whose spec.imageUpdate was removed comes too: its status is
+	// cleared.
 	hasImageUpdate := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		s, ok := o.(*v1alpha1.Sync)
-		return ok && s.Spec.ImageUpdate != nil
+		return ok && (s.Spec.ImageUpdate != nil || s.Status.ImageUpdate != nil)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Sync{}, builder.WithPredicates(hasImageUpdate, predicate.GenerationChangedPredicate{})).
@@ -98,6 +108,15 @@ func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	var s v1alpha1.Sync
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.Spec.ImageUpdate == nil && s.Status.ImageUpdate != nil && s.DeletionTimestamp.IsZero() {
+		// Turned off: what it last said is no longer true.
+		base := s.DeepCopy()
+		s.Status.ImageUpdate = nil
+		if err := r.Client.Status().Patch(ctx, &s, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("clear status.imageUpdate of Sync %s: %w", req.NamespacedName, err)
+		}
+		return ctrl.Result{}, nil
 	}
 	if s.Spec.ImageUpdate == nil || s.Spec.Suspend || !s.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
@@ -175,16 +194,54 @@ func (r *UpdateReconciler) update(ctx context.Context, s *v1alpha1.Sync) (update
 		return update.Outcome{}, err
 	}
 	u := s.Spec.ImageUpdate
-	return update.Run(ctx, update.Request{
+	commit := u.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdateCommit
+	key, keyErr := r.signingKey(ctx, s)
+	if keyErr != nil && commit {
+		return update.Outcome{}, fmt.Errorf("nothing committed: %w", keyErr)
+	}
+	out, err := update.Run(ctx, update.Request{
 		Source:  req,
 		Branch:  u.Branch,
 		Paths:   s.Spec.Paths,
-		Commit:  u.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdateCommit,
+		Commit:  commit,
 		Author:  author(u.Author),
 		Message: u.Message,
 		Dir:     filepath.Join(r.CacheDir, "image-update", s.Namespace, s.Name),
 		Now:     r.Now,
-	}, &clusterLookup{ctx: ctx, client: r.Client, scanner: r.Scanner, implied: map[string]impliedResult{}})
+		SignKey: key,
+		Mirror:  r.Mirror,
+	}, r.lookup(ctx, s))
+	// In Report mode a bad key is reported beside what would be
+	// committed, before Commit mode needs it.
+	return out, errors.Join(err, keyErr)
+}
+
+// signingKey reads the key of spec.imageUpdate.signingKey, nil when the
+// Sync sets none. Its errors never hold key material.
+func (r *UpdateReconciler) signingKey(ctx context.Context, s *v1alpha1.Sync) (*openpgp.Entity, error) {
+	ref := s.Spec.ImageUpdate.SigningKey
+	if ref == nil {
+		return nil, nil
+	}
+	name := s.Namespace + "/" + ref.SecretRef.Name
+	var secret corev1.Secret
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: ref.SecretRef.Name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &source.SigningKeyError{Err: fmt.Errorf("signing key Secret %s does not exist: create it with an armored OpenPGP private key under %s, or remove spec.imageUpdate.signingKey", name, source.SigningKeyEntry)}
+		}
+		return nil, fmt.Errorf("read signing key Secret %s: %w", name, err)
+	}
+	return source.ParseSigningKey(name, secret.Data, r.now())
+}
+
+// lookup answers the markers of s, fenced to s's namespace when s is a
+// tenant's.
+func (r *UpdateReconciler) lookup(ctx context.Context, s *v1alpha1.Sync) *clusterLookup {
+	l := &clusterLookup{ctx: ctx, client: r.Client, scanner: r.Scanner, implied: map[string]impliedResult{}}
+	if r.AgentNamespace != "" && s.Namespace != r.AgentNamespace {
+		l.fence = s.Namespace
+	}
+	return l
 }
 
 func author(a *v1alpha1.CommitAuthor) v1alpha1.CommitAuthor {
@@ -210,6 +267,8 @@ type clusterLookup struct {
 	client  client.Client
 	scanner *policy.Scanner
 	implied map[string]impliedResult
+	// fence, when set, is the only namespace whose policies may be read.
+	fence string
 }
 
 type impliedResult struct {
@@ -220,6 +279,11 @@ type impliedResult struct {
 var _ setters.Lookup = (*clusterLookup)(nil)
 
 func (l *clusterLookup) Policy(namespace, name string) (setters.Latest, error) {
+	if l.fence != "" && namespace != l.fence {
+		// Refused before reading: whether the policy exists is not told.
+		return setters.Latest{}, fmt.Errorf("is in another namespace: a Sync outside the agent's namespace may use only the ImagePolicies of its own namespace, %s; "+
+			"create the policy in %s and name it in the marker", l.fence, l.fence)
+	}
 	var p v1alpha1.ImagePolicy
 	if err := l.client.Get(l.ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p); err != nil {
 		if apierrors.IsNotFound(err) {

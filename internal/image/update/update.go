@@ -5,16 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/template"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/image/setters"
@@ -44,13 +42,19 @@ type Request struct {
 	Author v1alpha1.CommitAuthor
 	// Message is a text/template over {{.Changes}}; empty is DefaultMessage.
 	Message string
-	// Dir is a scratch directory for the clone; it is emptied first.
+	// Dir is a scratch directory for the checkout; it is emptied first.
 	Dir string
+	// Mirror is the agent's git mirror, which the update fetches the
+	// branch into and takes its checkout from (see source.Mirror.Base);
+	// nil is a mirror of the update's own, beside Dir.
+	Mirror *source.Mirror
 	// Attempts is how many times a push that loses a race is retried
 	// on the new head; 0 means 3.
 	Attempts int
 	// Now is the commit time; nil is time.Now.
 	Now func() time.Time
+	// SignKey, when set, signs the commits (see source.ParseSigningKey).
+	SignKey *openpgp.Entity
 }
 
 // Outcome is what an update did.
@@ -65,9 +69,11 @@ type Outcome struct {
 	Message string
 }
 
-// Run clones, rewrites and, in Commit mode, commits and pushes. Problems
-// in files are in the outcome (those files are not changed); the error is
-// for what stopped the update: the clone, the push, the template.
+// Run checks out the branch's tip from the mirror, rewrites and, in Commit
+// mode, commits (signed with SignKey, if set) and pushes. Problems in files
+// are in the outcome (those files are not changed); the error is for what
+// stopped the update: the fetch, the signature of the tip, the push, the
+// template.
 func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, error) {
 	if req.Source.Ref.Tag != "" || req.Source.Ref.Commit != "" {
 		return Outcome{}, errors.New("image update needs a branch source: spec.source.git names a tag or a commit, which cannot be pushed to; set spec.source.git.branch or remove spec.imageUpdate")
@@ -87,9 +93,9 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 	if err != nil {
 		return Outcome{}, fmt.Errorf("spec.imageUpdate.message is not a Go template: %w", err)
 	}
-	repo, err := clone(ctx, req, branch, auth)
-	if err != nil {
-		return Outcome{}, err
+	mirror := req.Mirror
+	if mirror == nil {
+		mirror = &source.Mirror{Dir: req.Dir + ".mirror"}
 	}
 	attempts := req.Attempts
 	if attempts <= 0 {
@@ -97,6 +103,13 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 	}
 	var lastErr error
 	for range attempts {
+		// Each attempt starts from the branch's tip as the mirror fetches
+		// it: after a lost race, a change pushed meanwhile (by a person,
+		// to the same file) is kept.
+		repo, err := base(ctx, req, mirror, branch)
+		if err != nil {
+			return Outcome{}, err
+		}
 		out, err := apply(req, repo, tmpl, lookup)
 		if err != nil || !req.Commit || len(out.Changes) == 0 {
 			return out, err
@@ -107,6 +120,7 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 		}
 		err = repo.PushContext(ctx, &git.PushOptions{
 			RemoteName: "origin",
+			RemoteURL:  req.Source.URL,
 			Auth:       auth,
 			RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:refs/heads/%s", head.Name(), branch))},
 		})
@@ -116,11 +130,6 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 		lastErr = fmt.Errorf("push %s to branch %s of %s: %w", source.Short(out.Commit), branch, source.Redact(req.Source.URL), err)
 		if !retryable(err) {
 			return Outcome{}, lastErr
-		}
-		// Lost a race: start again from the branch's new head, so a
-		// change pushed meanwhile (by a person, to the same file) is kept.
-		if err := resetToRemote(ctx, repo, branch, auth); err != nil {
-			return Outcome{}, errors.Join(lastErr, err)
 		}
 	}
 	return Outcome{}, fmt.Errorf("gave up after %d attempts: %w", attempts, lastErr)
@@ -136,29 +145,31 @@ func retryable(err error) bool {
 	return strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "fetch first")
 }
 
-func clone(ctx context.Context, req Request, branch string, auth transport.AuthMethod) (*git.Repository, error) {
-	if err := os.RemoveAll(req.Dir); err != nil {
-		return nil, err
-	}
-	// The push branch when it exists (updates accumulate on it), else the
-	// Sync's branch to start it from.
-	for _, b := range uniq(branch, orDefault(req.Source.Ref.Branch, "master")) {
-		repo, err := git.PlainCloneContext(ctx, req.Dir, false, &git.CloneOptions{
-			URL: req.Source.URL, Auth: auth, ReferenceName: plumbing.NewBranchReferenceName(b), SingleBranch: true, Tags: git.NoTags,
-		})
+// base checks out the tip of the push branch when it exists (updates
+// accumulate on it), else of the Sync's branch to start it from. A base
+// on the Sync's branch must pass the Sync's signature check: a signed
+// robot commit must not vouch for an untrusted one beneath it.
+func base(ctx context.Context, req Request, mirror *source.Mirror, branch string) (*git.Repository, error) {
+	from := orDefault(req.Source.Ref.Branch, "master")
+	for _, b := range uniq(branch, from) {
+		r := source.Request{URL: req.Source.URL, Ref: source.Ref{Branch: b}, Credentials: req.Source.Credentials}
+		if b == from {
+			r.Verify = req.Source.Verify
+		}
+		repo, err := mirror.Base(ctx, r, req.Dir, req.Paths)
 		if err == nil {
 			return repo, nil
 		}
-		_ = os.RemoveAll(req.Dir)
-		if !errors.Is(err, plumbing.ErrReferenceNotFound) && !isNoMatchingRef(err) {
-			return nil, fmt.Errorf("clone branch %s of %s: %w", b, source.Redact(req.Source.URL), err)
+		var unverified *source.VerificationError
+		if errors.As(err, &unverified) {
+			return nil, fmt.Errorf("nothing committed on branch %s, whose tip the Sync would not apply (spec.source.git.verify): %w; "+
+				"once a trusted commit is on top, the update goes on (sign the robot's commits with spec.imageUpdate.signingKey and trust its key)", b, err)
+		}
+		if !errors.Is(err, source.ErrNoBranch) {
+			return nil, fmt.Errorf("check out branch %s of %s: %w", b, source.Redact(req.Source.URL), err)
 		}
 	}
-	return nil, fmt.Errorf("neither branch %s nor %s exists in %s", branch, req.Source.Ref.Branch, source.Redact(req.Source.URL))
-}
-
-func isNoMatchingRef(err error) bool {
-	return strings.Contains(err.Error(), "couldn't find remote ref")
+	return nil, fmt.Errorf("neither branch %s nor %s exists in %s", branch, from, source.Redact(req.Source.URL))
 }
 
 // apply rewrites the markers in the worktree and, in Commit mode, commits.
@@ -204,33 +215,12 @@ func apply(req Request, repo *git.Repository, tmpl *template.Template, lookup se
 		now = req.Now
 	}
 	sig := &object.Signature{Name: author.Name, Email: author.Email, When: now()}
-	hash, err := wt.Commit(out.Message, &git.CommitOptions{Author: sig, Committer: sig})
+	hash, err := wt.Commit(out.Message, &git.CommitOptions{Author: sig, Committer: sig, SignKey: req.SignKey})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("commit: %w", err)
 	}
 	out.Commit = hash.String()
 	return out, nil
-}
-
-// resetToRemote fetches branch and resets the worktree to it.
-func resetToRemote(ctx context.Context, repo *git.Repository, branch string, auth transport.AuthMethod) error {
-	remoteRef := plumbing.NewRemoteReferenceName("origin", branch)
-	err := repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: "origin", Auth: auth, Force: true, Tags: git.NoTags,
-		RefSpecs: []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", branch, remoteRef))},
-	})
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return fmt.Errorf("fetch branch %s: %w", branch, err)
-	}
-	ref, err := repo.Reference(remoteRef, true)
-	if err != nil {
-		return fmt.Errorf("branch %s after fetch: %w", branch, err)
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return err
-	}
-	return wt.Reset(&git.ResetOptions{Commit: ref.Hash(), Mode: git.HardReset})
 }
 
 func orDefault(s, d string) string {

@@ -113,6 +113,103 @@ func TestCommitModePushesOneCommitListingTheChange(t *testing.T) {
 	}
 }
 
+// A commit signed with the Sync's key verifies, on the server's branch,
+// with its public key, as spec.source.git.verify checks a revision before
+// it is applied; the same revision refuses a verifier that trusts
+// another key.
+func TestCommitModeSignsTheCommitWithTheSigningKey(t *testing.T) {
+	_, repo, req := newRepo(t)
+	robot := testenv.NewOpenPGPKey(t, "Image Bot", "bot@example.com", "")
+	key, err := source.ParseSigningKey("team/bot", map[string][]byte{source.SigningKeyEntry: []byte(robot.ArmoredPrivate)}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SignKey = key
+	out, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head := gitOut(t, repo.Bare, "rev-parse", "main"); head != out.Commit {
+		t.Fatalf("server's main is %s, want the pushed commit %s", head, out.Commit)
+	}
+	checkout := func(trusted string) error {
+		keys, err := source.ParseTrustedKeys("trusted", map[string][]byte{"bot.asc": []byte(trusted)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		verified := req.Source
+		verified.Verify = &source.Verification{Mode: source.VerifyHEAD, Keys: keys}
+		tree, err := (&source.Mirror{Dir: t.TempDir()}).Checkout(context.Background(), verified, out.Commit)
+		tree.Release()
+		return err
+	}
+	if err := checkout(robot.ArmoredPublic); err != nil {
+		t.Errorf("the pushed commit does not verify with the signing key's public key: %v", err)
+	}
+	other := testenv.NewOpenPGPKey(t, "Someone Else", "else@example.com", "")
+	if err := checkout(other.ArmoredPublic); err == nil || !strings.Contains(err.Error(), "OpenPGP key "+robot.ID+", which is not trusted") {
+		t.Errorf("verified with another key: %v, want the robot's key %s named as not trusted", err, robot.ID)
+	}
+}
+
+// The update takes its checkout from the agent's mirror, which the Syncs
+// of the repository share: one fetch of the branch's tip into the mirror,
+// and a checkout of that tip alone, without the repository's history.
+func TestTheUpdateStartsFromTheSharedMirrorWithoutTheHistory(t *testing.T) {
+	_, repo, req := newRepo(t)
+	for i := range 20 {
+		repo.Commit(t, fmt.Sprintf("history %d", i), map[string]string{"README.md": fmt.Sprintf("fleet %d\n", i)})
+	}
+	req.Mirror = &source.Mirror{Dir: t.TempDir()}
+	out, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head := gitOut(t, repo.Bare, "rev-parse", "main"); head != out.Commit {
+		t.Fatalf("server's main is %s, want the pushed commit %s", head, out.Commit)
+	}
+	if n := gitOut(t, req.Dir, "rev-list", "--count", "HEAD"); n != "2" {
+		t.Errorf("the update's checkout holds %s commits, want 2 (the tip and the image commit), not the history", n)
+	}
+	if f := req.Mirror.Stats().Fetches; f != 1 {
+		t.Errorf("the mirror fetched %d times, want once", f)
+	}
+	if got := gitOut(t, repo.Bare, "rev-list", "--count", "main"); got != "22" {
+		t.Errorf("main holds %s commits after the push, want 22: the history is intact", got)
+	}
+	// Only the Sync's paths are written out; the commit keeps the rest.
+	if _, err := os.Stat(filepath.Join(req.Dir, "README.md")); !os.IsNotExist(err) {
+		t.Errorf("README.md, outside the Sync's paths, was written to the checkout (stat: %v)", err)
+	}
+	if got := gitOut(t, repo.Bare, "show", "main:README.md"); got != "fleet 19" {
+		t.Errorf("README.md on main after the image commit: %q, want it unchanged", got)
+	}
+	if got := gitOut(t, repo.Bare, "diff", "--name-only", "main^", "main"); got != "apps/app.yaml" {
+		t.Errorf("the image commit changes %q, want apps/app.yaml alone", got)
+	}
+}
+
+// When the Sync verifies signatures, the update refuses to build on a tip
+// that is not signed by a trusted key: its own commit, signed or not,
+// would otherwise carry an untrusted change into the cluster.
+func TestTheUpdateDoesNotBuildOnAnUnverifiedTip(t *testing.T) {
+	_, repo, req := newRepo(t)
+	before := gitOut(t, repo.Bare, "rev-parse", "main")
+	trusted := testenv.NewOpenPGPKey(t, "Someone", "someone@example.com", "")
+	keys, err := source.ParseTrustedKeys("trusted", map[string][]byte{"someone.asc": []byte(trusted.ArmoredPublic)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Source.Verify = &source.Verification{Mode: source.VerifyHEAD, Keys: keys}
+	_, err = Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err == nil || !strings.Contains(err.Error(), "nothing committed on branch main, whose tip the Sync would not apply (spec.source.git.verify): commit "+before[:7]+" is not signed") {
+		t.Fatalf("Run: %v, want the unsigned tip %s refused", err, before[:7])
+	}
+	if after := gitOut(t, repo.Bare, "rev-parse", "main"); after != before {
+		t.Errorf("main moved to %s", after)
+	}
+}
+
 func TestReportModePushesNothing(t *testing.T) {
 	_, repo, req := newRepo(t)
 	req.Commit = false
