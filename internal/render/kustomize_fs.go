@@ -2,8 +2,8 @@ package render
 
 import (
 	"errors"
-	"io/fs"
 	"fmt"
+	"io/fs"
 	"math"
 	"path"
 	"path/filepath"

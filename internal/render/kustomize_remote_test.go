@@ -19,6 +19,9 @@ type fakeRemotes struct {
 func (f *fakeRemotes) FetchRemote(b RemoteBase) (RemoteTree, error) {
 	f.fetched = append(f.fetched, b)
 	files, ok := f.repos[b.Repo]
+	if b.Ref == "v9" {
+		return RemoteTree{}, errors.New(`ref "v9" is neither a tag nor a branch of ` + b.Repo)
+	}
 	if !ok {
 		return RemoteTree{}, errors.New("fetch failed: connection refused")
 	}
@@ -43,6 +46,7 @@ spec:
         - configMapRef: {name: web-config}
 `,
 	"outside/kustomization.yaml": "resources: [../../secrets]\n",
+	"nested/kustomization.yaml":  "resources:\n- https://git.example.com/org/other.git//base\n",
 }
 
 func TestRenderFetchesRemoteBasesWithAllowRemote(t *testing.T) {
@@ -109,6 +113,14 @@ func TestRenderRemoteBaseErrors(t *testing.T) {
 		name:     "a remote base that leads out of its repository",
 		resource: "https://git.example.com/org/bases.git//outside",
 		want:     `https://git.example.com/org/bases.git//outside/kustomization.yaml: resources entry "../../secrets" leads out of`,
+	}, {
+		name:     "a remote base that names a remote base",
+		resource: "https://git.example.com/org/bases.git//nested",
+		want:     `https://git.example.com/org/bases.git//nested/kustomization.yaml: resources entry "https://git.example.com/org/other.git//base" is remote, in a remote base; driftless fetches remote bases named by the repository's own kustomizations only`,
+	}, {
+		name:     "a ref the repository does not have",
+		resource: "https://git.example.com/org/bases.git//base?ref=v9",
+		want:     `app/kustomization.yaml: resources entry "https://git.example.com/org/bases.git//base?ref=v9" cannot be fetched: ref "v9" is neither a tag nor a branch`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
