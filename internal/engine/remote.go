@@ -24,6 +24,15 @@ type RemoteBases struct {
 	FileURLs bool
 }
 
+// Fetcher returns the render.RemoteFetcher of b for one render under
+// ctx; outside, when not nil, is called at each fetch.
+func (b *RemoteBases) Fetcher(ctx context.Context, outside func()) render.RemoteFetcher {
+	if outside == nil {
+		outside = func() {}
+	}
+	return remoteFetcher{ctx: ctx, bases: b, outside: outside}
+}
+
 // remoteFetcher is RemoteBases for one render.
 type remoteFetcher struct {
 	ctx     context.Context

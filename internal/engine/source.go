@@ -174,7 +174,7 @@ func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revis
 	}
 	var remote render.RemoteFetcher
 	if o.Remote != nil {
-		remote = remoteFetcher{ctx: ctx, bases: o.Remote, outside: outside}
+		remote = o.Remote.Fetcher(ctx, outside)
 	}
 	return render.Options{
 		Remote:           remote,

@@ -72,7 +72,7 @@ func TestRenderKustomizationErrors(t *testing.T) {
 			"app/kustomization.yaml": "resources:\n- git@github.com:example/fleet.git//base\n",
 		},
 		allowRemote: true,
-		want:        []string{`app/kustomization.yaml: resources entry "git@github.com:example/fleet.git//base" is remote, and remote bases are not fetched here: build with the agent, or copy what it names into the repository`},
+		want:        []string{`app/kustomization.yaml: resources entry "git@github.com:example/fleet.git//base" is remote, and remote bases are not fetched here: render it with the agent or with driftless build --allow-remote, or copy what it names into the repository`},
 	}, {
 		name: "remote files anywhere a kustomization names files",
 		files: map[string]string{

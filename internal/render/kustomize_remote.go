@@ -222,7 +222,7 @@ func (c *refChecker) remoteBase(dir, file, field, entry string, configs bool) (s
 		return "", false
 	}
 	if c.r.opts.Remote == nil {
-		c.fail(file, fmt.Errorf("%s entry %q is remote, and remote bases are not fetched here: build with the agent, or copy what it names into the repository", field, entry))
+		c.fail(file, fmt.Errorf("%s entry %q is remote, and remote bases are not fetched here: render it with the agent or with driftless build --allow-remote, or copy what it names into the repository", field, entry))
 		return "", false
 	}
 	if m, _ := c.r.mountOf(dir); m != nil {
