@@ -333,10 +333,14 @@ type SubstituteReference struct {
 
 // KustomizeSpec configures how a Sync builds kustomizations.
 type KustomizeSpec struct {
-	// AllowRemote lets kustomizations name remote bases and resources
-	// (URLs, git repositories). Without it they are refused. driftless
-	// does not fetch them yet: with it they are refused too, with an
-	// error that says so; vendor remote bases into the repository.
+	// AllowRemote lets kustomizations of the Sync's repository name remote
+	// bases and components of git form in resources and components
+	// (https://host/org/repo//path?ref=v1, ssh://, git@host:org/repo,
+	// file:// where the Sync may read file:// sources). driftless fetches
+	// them itself, anonymously or, on the host of the Sync's repository,
+	// with its secretRef; a branch ref is followed at every sync, a tag or
+	// commit is pinned. Single files over HTTP and remote files in other
+	// fields stay refused. Without it every remote reference is refused.
 	// +optional
 	AllowRemote bool `json:"allowRemote,omitempty"`
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/source"
 )
 
 // buildOptions are the flags of `driftless build`.
@@ -33,6 +34,7 @@ type buildOptions struct {
 	output          string
 	timeout         time.Duration
 	budgets         render.Budgets
+	allowRemote     bool
 }
 
 func newBuildCommand() *cobra.Command {
@@ -55,6 +57,13 @@ Nothing is written and, without --sync, no cluster is needed.
            ConfigMaps and Secrets are read) and the sync label; kinds are
            scoped by the cluster's discovery. --path and
            --target-namespace are then refused: the Sync says.
+  --allow-remote
+           fetch the remote bases of git form that kustomizations name
+           (https://host/org/repo//path?ref=v1, ssh://, git@host:…, file://),
+           as the agent does for a Sync with spec.kustomize.allowRemote,
+           anonymously, into a temporary directory removed afterwards. This
+           is the only network build uses. Without it remote bases are
+           refused; with --sync the Sync's allowRemote must be on as well.
 
 Without --sync, which built-in kinds are cluster-scoped is known, a custom
 kind takes its scope from a CustomResourceDefinition rendered with it, and
@@ -95,6 +104,7 @@ Exit status:
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "with --sync: "+kubeconfigUsage)
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "fetch the remote Kustomize bases of git form that kustomizations name, anonymously, as a Sync with spec.kustomize.allowRemote does (the only network build uses)")
 	addBudgetFlags(f, &o.budgets)
 	return cmd
 }
@@ -161,19 +171,33 @@ func (o *buildOptions) validate() error {
 // render renders o.repo, offline or as o.sync would, and returns the
 // variables it substituted.
 func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]render.Variable, error) {
+	var remote *engine.RemoteBases
+	if o.allowRemote {
+		dir, err := os.MkdirTemp("", "driftless-build-remote-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("directory for remote bases: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		remote = &engine.RemoteBases{Mirror: &source.Mirror{Dir: dir}, FileURLs: true}
+	}
 	if o.sync == "" {
 		decrypt, err := localDecryptor()
 		if err != nil {
 			return nil, nil, err
 		}
-		objects, err := render.Render(render.Options{
+		opts := render.Options{
 			Decrypt:         decrypt,
 			Root:            o.repo,
 			Paths:           o.paths,
 			TargetNamespace: o.targetNamespace,
 			Scope:           builtinScope{},
 			Budgets:         o.budgets,
-		})
+			Kustomize:       render.KustomizeOptions{AllowRemote: o.allowRemote},
+		}
+		if remote != nil {
+			opts.Remote = remote.Fetcher(ctx, nil)
+		}
+		objects, err := render.Render(opts)
 		return objects, nil, err
 	}
 	key, err := parseSyncKey(o.sync)
@@ -204,6 +228,7 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 	}
 	ropts.Variables = vars
 	ropts.Decrypt = engine.Decryptor(keys)
+	ropts.Remote = remote
 	objects, err := engine.RenderDir(ctx, &s, o.repo, ropts)
 	return objects, vars, err
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 func runBuildCommand(t *testing.T, args ...string) diffResult {
@@ -176,5 +177,25 @@ func TestBuildOfASyncRendersItsPathsNamespaceAndVariables(t *testing.T) {
 	r = runBuildCommand(t, "--repo", writeFiles(t, files), "--sync", ns+"/fleet", "--kubeconfig", kubeconfig).expect(t, 2)
 	if want := "apps/plain/config.yaml:1 (document 0): ConfigMap/plain: data.region: variable region is not defined"; !strings.Contains(r.errOut, want) {
 		t.Errorf("error lacks %q:\n%s", want, r.errOut)
+	}
+}
+
+func TestBuildFetchesRemoteBasesWithAllowRemote(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	bases := srv.NewRepo(t, "bases")
+	bases.Commit(t, "base", map[string]string{
+		"base/kustomization.yaml": "resources: [cm.yaml]\n",
+		"base/cm.yaml":            diffConfigMap("", "web", "v1"),
+	})
+	url := bases.FileURL() + "//base?ref=main"
+	dir := writeFiles(t, map[string]string{"app/kustomization.yaml": "namePrefix: prod-\nresources:\n- " + url + "\n"})
+
+	r := runBuildCommand(t, "--repo", dir).expect(t, 2)
+	if !strings.Contains(r.errOut, "spec.kustomize.allowRemote is off") {
+		t.Errorf("without --allow-remote, want the remote base refused; stderr:\n%s", r.errOut)
+	}
+	r = runBuildCommand(t, "--repo", dir, "--allow-remote").expect(t, 0)
+	if want := "# Source: app/kustomization.yaml → " + bases.FileURL() + "//base/cm.yaml?ref=main\n"; !strings.Contains(r.out, want) || !strings.Contains(r.out, "name: prod-web") {
+		t.Errorf("with --allow-remote, want prod-web from %s; stdout:\n%s", want, r.out)
 	}
 }

@@ -262,3 +262,14 @@ func (e *ForbiddenError) Error() string {
 }
 
 func (e *ForbiddenError) Unwrap() error { return e.err }
+
+// mayReadFiles reports whether s may read file:// repositories, as its
+// source or as a remote Kustomize base: without tenancy every Sync may;
+// with it, the agent's namespace, or every Sync with FileURLs.
+func (r *SyncReconciler) mayReadFiles(s *v1alpha1.Sync) bool {
+	if r.Identities == nil {
+		return true
+	}
+	t := r.Identities.Tenancy
+	return t.FileURLs || s.Namespace == t.AgentNamespace
+}

@@ -121,10 +121,10 @@ func TestSyncAppliesAKustomizeOverlay(t *testing.T) {
 	}
 
 	// A remote base is refused, and spec.kustomize.allowRemote reaches the
-	// render, which says it does not fetch remote bases yet.
+	// render, which fetches it: here from a port where nothing listens.
 	remote := overlay(h.ns, "hola")
 	const k = "apps/web/overlays/production/kustomization.yaml"
-	remote[k] = strings.Replace(remote[k], "resources: [../../base]", `resources: [../../base, "https://github.com/example/fleet//base?ref=v1"]`, 1)
+	remote[k] = strings.Replace(remote[k], "resources: [../../base]", `resources: [../../base, "https://127.0.0.1:1/example/fleet//base?ref=v1"]`, 1)
 	h.repo.Commit(t, "remote base", remote)
 	h.expectFailed(h.reconcile("shop"), v1alpha1.ReasonBuildFailed, "spec.kustomize.allowRemote is off")
 	s = h.reconcile("shop")
@@ -132,5 +132,5 @@ func TestSyncAppliesAKustomizeOverlay(t *testing.T) {
 	if err := c.Update(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	h.expectFailed(h.reconcile("shop"), v1alpha1.ReasonBuildFailed, "spec.kustomize.allowRemote is on, but driftless does not fetch")
+	h.expectFailed(h.reconcile("shop"), v1alpha1.ReasonBuildFailed, k, `resources entry "https://127.0.0.1:1/example/fleet//base?ref=v1" cannot be fetched`)
 }

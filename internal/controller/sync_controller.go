@@ -537,6 +537,9 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	defer tree.Release()
 	opts.Decrypt = engine.Decryptor(keys)
 	opts.Cache = r.Store.GeneratorCache(key)
+	if s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote {
+		opts.Remote = &engine.RemoteBases{Mirror: r.Mirror(), Source: req, FileURLs: r.mayReadFiles(s)}
+	}
 	built, reused := opts.Cache.Builds()
 	defer func() {
 		b, r := opts.Cache.Builds()

@@ -146,6 +146,10 @@ type RenderOptions struct {
 	// Cache keeps what the Sync's kustomizations built for its next
 	// render; nil builds every kustomization every time.
 	Cache *render.GeneratorCache
+	// Remote fetches the remote bases of a Sync with
+	// spec.kustomize.allowRemote; nil refuses them even then. A render
+	// that fetched one reads outside the checkout (ReadOutside).
+	Remote *RemoteBases
 }
 
 func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revision string) render.Options {
@@ -168,7 +172,12 @@ func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revis
 	if chartFetcher != nil {
 		chartFetcher = readOutside{chartFetcher, outside}
 	}
+	var remote render.RemoteFetcher
+	if o.Remote != nil {
+		remote = o.Remote.Fetcher(ctx, outside)
+	}
 	return render.Options{
+		Remote:           remote,
 		Root:             dir,
 		Paths:            s.Spec.Paths,
 		Revision:         revision,

@@ -116,7 +116,7 @@ func isManifest(name string) bool {
 // with SOPS is returned decrypted (see decrypt), or with an error that
 // wraps ErrEncrypted.
 func (r *renderer) readFile(name string) ([]byte, error) {
-	f, err := r.fsys.Open(name)
+	f, err := r.open(name)
 	if err != nil {
 		return nil, r.readError(name, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
@@ -57,7 +56,7 @@ func (r *renderer) kustomizationFilesIn(dir string) []string {
 	var files []string
 	for _, name := range kustomizationFiles {
 		file := path.Join(dir, name)
-		if info, err := fs.Stat(r.fsys, file); err == nil && !info.IsDir() {
+		if info, err := r.stat(file); err == nil && !info.IsDir() {
 			files = append(files, file)
 		}
 	}
@@ -88,6 +87,9 @@ func (k kustomization) generate(r *renderer) {
 		return
 	}
 	cache, options := r.opts.Cache, r.cacheOptions()
+	if refs.remote {
+		cache = nil // a remote base may change with no commit here
+	}
 	var digest [sha256.Size]byte
 	if cache != nil {
 		if digest, err = r.digestInputs(refs.inputs); err != nil {
@@ -186,7 +188,7 @@ func (r *renderer) addBuilt(k kustomization, m resmap.ResMap, stripOrigins bool)
 			continue
 		}
 		if obj, ok := v.(map[string]any); ok {
-			o.From = cmp.Or(originOf(k.dir, obj, stripOrigins), k.file)
+			o.From = cmp.Or(r.shownName(originOf(k.dir, obj, stripOrigins)), k.file)
 		}
 		if r.countDecoded(o, decodedSize(v)) {
 			r.addValue(o, "object", v)
@@ -197,6 +199,9 @@ func (r *renderer) addBuilt(k kustomization, m resmap.ResMap, stripOrigins bool)
 // clean rewrites the absolute paths of the checkout in a message of
 // Kustomize as paths relative to the repository.
 func (f *repoFS) clean(msg string) string {
+	for _, m := range f.r.mounts {
+		msg = strings.ReplaceAll(msg, f.abs(m.prefix)+string(filepath.Separator), redactEntry(m.base.Repo)+"//")
+	}
 	msg = strings.ReplaceAll(msg, f.dir+string(filepath.Separator), "")
 	return strings.ReplaceAll(msg, f.dir, ".")
 }

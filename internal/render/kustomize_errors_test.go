@@ -67,12 +67,12 @@ func TestRenderKustomizationErrors(t *testing.T) {
 		},
 		want: []string{`app/kustomization.yaml: resources entry "github.com/example/fleet//base?ref=v1" is remote; remote bases and resources are refused (spec.kustomize.allowRemote is off): copy what it names into the repository`},
 	}, {
-		name: "a remote base with allowRemote, which is not fetched yet",
+		name: "a remote base with allowRemote, rendered where nothing fetches it",
 		files: map[string]string{
 			"app/kustomization.yaml": "resources:\n- git@github.com:example/fleet.git//base\n",
 		},
 		allowRemote: true,
-		want:        []string{`app/kustomization.yaml: resources entry "git@github.com:example/fleet.git//base" is remote; spec.kustomize.allowRemote is on, but driftless does not fetch remote bases and resources yet: copy what it names into the repository`},
+		want:        []string{`app/kustomization.yaml: resources entry "git@github.com:example/fleet.git//base" is remote, and remote bases are not fetched here: render it with the agent or with driftless build --allow-remote, or copy what it names into the repository`},
 	}, {
 		name: "remote files anywhere a kustomization names files",
 		files: map[string]string{

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"path"
 	"path/filepath"
@@ -80,13 +81,21 @@ func (f *repoFS) name(p string) (string, error) {
 // resolve returns name with its symbolic links followed, or an error if
 // one of them leads out of the checkout.
 func (f *repoFS) resolve(name string) (string, error) {
-	real, err := filepath.EvalSymlinks(f.abs(name))
+	dir, inner := f.dir, name
+	m, in := f.r.mountOf(name)
+	if m != nil {
+		dir, inner = m.dir, in
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(inner)))
 	if err != nil {
 		return "", err
 	}
-	rel, err := filepath.Rel(f.dir, real)
+	rel, err := filepath.Rel(dir, real)
 	if err != nil || !filepath.IsLocal(rel) && rel != "." {
-		return "", f.refuse(fmt.Errorf("%s is, or passes through, a symbolic link that leads out of the repository; %w", name, errOutside))
+		return "", f.refuse(fmt.Errorf("%s is, or passes through, a symbolic link that leads out of the repository; %w", f.r.shownName(name), errOutside))
+	}
+	if m != nil {
+		return path.Join(m.prefix, filepath.ToSlash(rel)), nil
 	}
 	return filepath.ToSlash(rel), nil
 }
@@ -103,7 +112,7 @@ func (f *repoFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	info, err := f.r.root.Stat(real)
+	info, err := f.r.stat(real)
 	if err != nil {
 		return "", "", err
 	}
@@ -170,7 +179,7 @@ func (f *repoFS) Exists(p string) bool {
 	if err != nil {
 		return false
 	}
-	_, err = f.r.root.Stat(name)
+	_, err = f.r.stat(name)
 	return err == nil
 }
 
@@ -180,7 +189,7 @@ func (f *repoFS) IsDir(p string) bool {
 	if err != nil {
 		return false
 	}
-	info, err := f.r.root.Stat(name)
+	info, err := f.r.stat(name)
 	return err == nil && info.IsDir()
 }
 
@@ -190,12 +199,16 @@ func (f *repoFS) ReadDir(p string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := f.r.root.Open(name)
+	d, err := f.r.open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	entries, err := d.ReadDir(-1)
+	dir, ok := d.(fs.ReadDirFile)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a directory", f.r.shownName(name))
+	}
+	entries, err := dir.ReadDir(-1)
 	names := make([]string, len(entries))
 	for i, e := range entries {
 		names[i] = e.Name()

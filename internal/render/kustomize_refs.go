@@ -29,6 +29,9 @@ type references struct {
 	// inputs are the directories of every kustomization checked and every
 	// file and directory they name: all that the build can read.
 	inputs []string
+	// remote: a remote base was fetched, so the build may differ with no
+	// change to the repository.
+	remote bool
 }
 
 // refChecker checks a kustomization and what it names.
@@ -39,6 +42,10 @@ type refChecker struct {
 	schema bool            // a kustomization sets openapi
 	seen   map[string]bool // kustomization directories checked
 	named  map[string]bool // files and directories named, found in the repository
+	// rewrites are, by kustomization file, the remote entries to give
+	// Kustomize as paths to their fetched copies.
+	rewrites   map[string]map[string]string
+	remoteRead bool // a remote base was fetched
 }
 
 // checkReferences reads the kustomization k, and every kustomization it
@@ -57,9 +64,9 @@ type refChecker struct {
 // It also asks Kustomize to record where each object came from, adding
 // originAnnotations to the build metadata of k if k does not ask for them.
 func (r *renderer) checkReferences(fsys *repoFS, k kustomization) references {
-	c := &refChecker{r: r, fsys: fsys, ok: true, seen: map[string]bool{}, named: map[string]bool{}}
+	c := &refChecker{r: r, fsys: fsys, ok: true, seen: map[string]bool{}, named: map[string]bool{}, rewrites: map[string]map[string]string{}}
 	kz, data := c.kustomization(k.dir, k.file, false)
-	refs := references{ok: c.ok, schema: c.schema}
+	refs := references{ok: c.ok, schema: c.schema, remote: c.remoteRead}
 	for dir := range c.seen {
 		refs.inputs = append(refs.inputs, dir)
 	}
@@ -74,6 +81,9 @@ func (r *renderer) checkReferences(fsys *repoFS, k kustomization) references {
 
 func (c *refChecker) fail(file string, err error) {
 	c.ok = false
+	if len(c.r.mounts) > 0 {
+		file, err = c.r.shownName(file), errors.New(c.r.showNames(err.Error()))
+	}
 	// Two overlays of one base find the same problem in it: say it once.
 	for _, e := range c.r.errs {
 		if e.Origin.Path == file && e.Err.Error() == err.Error() {
@@ -108,7 +118,7 @@ func (c *refChecker) kustomization(dir, file string, configs bool) (*types.Kusto
 	}
 	var raw map[string]any
 	if yaml.Unmarshal(data, &raw) == nil {
-		c.remote(file, "", raw)
+		c.remote(file, "", raw, true)
 	}
 	kz.FixKustomization()
 	c.schema = c.schema || len(kz.OpenAPI) > 0
@@ -131,6 +141,13 @@ func (c *refChecker) kustomization(dir, file string, configs bool) (*types.Kusto
 		c.plugin(dir, file, "validators", e)
 	}
 	c.loads(dir, file, &kz)
+	if rewrites := c.rewrites[file]; len(rewrites) > 0 {
+		if out, err := rewriteEntries(data, rewrites); err == nil {
+			c.fsys.replaced[file], data = out, out
+		} else {
+			c.fail(file, fmt.Errorf("remote bases cannot be given to Kustomize: %w", err))
+		}
+	}
 	return &kz, data
 }
 
@@ -212,6 +229,17 @@ func (c *refChecker) envFile(dir, file, field, entry string) {
 // base checks a resource or component: a file, or a directory with a
 // kustomization, which it checks in turn.
 func (c *refChecker) base(dir, file, field, entry string, configs bool) {
+	if isRemote(entry) {
+		if c.r.opts.Kustomize.AllowRemote {
+			if rel, ok := c.remoteBase(dir, file, field, entry, configs); ok {
+				if c.rewrites[file] == nil {
+					c.rewrites[file] = map[string]string{}
+				}
+				c.rewrites[file][entry] = rel
+			}
+		}
+		return
+	}
 	name, isDir, ok := c.local(dir, file, field, entry)
 	switch {
 	case !ok:
@@ -271,7 +299,7 @@ func (c *refChecker) configs(dir, file string, data []byte) {
 		if yaml.Unmarshal(doc.data, &obj) != nil || obj == nil {
 			continue // Kustomize says what is wrong with it
 		}
-		c.remote(file, "", obj)
+		c.remote(file, "", obj, false)
 		apiVersion, _ := obj["apiVersion"].(string)
 		kind, _ := obj["kind"].(string)
 		switch {
@@ -321,6 +349,15 @@ func (c *refChecker) local(dir, file, field, entry string) (name string, isDir b
 		c.fail(file, fmt.Errorf("%s entry %q leads out of the repository, to %s; %w", field, entry, name, errOutside))
 		return "", false, false
 	}
+	if m, _ := c.r.mountOf(dir); m != nil {
+		if n, _ := c.r.mountOf(name); n != m {
+			c.fail(file, fmt.Errorf("%s entry %q leads out of the remote repository %s", field, entry, redactEntry(m.base.Repo)))
+			return "", false, false
+		}
+	} else if n, _ := c.r.mountOf(name); n != nil || name == remoteMountDir || strings.HasPrefix(name, remoteMountDir+"/") {
+		c.fail(file, fmt.Errorf("%s entry %q names %s, a directory name driftless keeps for remote bases; rename it", field, entry, remoteMountDir))
+		return "", false, false
+	}
 	real, err := c.fsys.resolve(name)
 	switch {
 	case errors.Is(err, errOutside):
@@ -333,7 +370,7 @@ func (c *refChecker) local(dir, file, field, entry string) (name string, isDir b
 		c.fail(file, fmt.Errorf("%s entry %q cannot be read: %w", field, entry, err))
 		return "", false, false
 	}
-	info, err := c.r.root.Stat(real)
+	info, err := c.r.stat(real)
 	if err != nil {
 		c.fail(file, fmt.Errorf("%s entry %q cannot be read: %w", field, entry, err))
 		return "", false, false

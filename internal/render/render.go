@@ -111,6 +111,10 @@ type Options struct {
 	// render of the same Sync, which builds again only those whose files
 	// changed (see GeneratorCache).
 	Cache *GeneratorCache
+	// Remote fetches the remote bases of kustomizations (see
+	// RemoteFetcher) when Kustomize.AllowRemote is on; nil refuses them
+	// even then.
+	Remote RemoteFetcher
 	// Decrypt decrypts the files encrypted with SOPS that the render reads:
 	// manifests, and every file a kustomization reads (resources,
 	// generator inputs). Nil decrypts nothing: a render that reads an
@@ -171,6 +175,7 @@ func Render(opts Options) ([]Object, error) {
 	defer root.Close()
 
 	r := &renderer{opts: opts, budgets: opts.Budgets.withDefaults(), root: root, fsys: root.FS(), order: map[string]int{}}
+	defer r.releaseMounts()
 	for i, g := range r.generators() {
 		if r.over {
 			break
@@ -205,6 +210,7 @@ type renderer struct {
 	checkoutDir string
 	read        map[string]bool // files kustomizations read, counted once
 	decrypted   map[string]bool // files decrypted, by name
+	mounts      []*mount        // remote trees fetched for kustomizations
 }
 
 func (r *renderer) fail(o Origin, object string, err error) {
