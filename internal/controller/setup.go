@@ -92,12 +92,14 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		identities = NewIdentities(*opts.Tenancy, applier, mgr.GetConfig(), clientOptions)
 	}
 	var recorder EventRecorder = mgr.GetEventRecorder("driftless")
+	var revisions RevisionReporter
 	if len(opts.Notify.Targets) > 0 {
 		notifier := notify.NewDispatcher(opts.Notify, notify.DefaultOptions())
 		if err := mgr.Add(notifier); err != nil {
 			return nil, err
 		}
 		recorder = notify.Wrap(recorder, notifier)
+		revisions = notifier
 	}
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
@@ -114,6 +116,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		Discovery:     dc,
 		Store:         store,
 		Recorder:      recorder,
+		Revisions:     revisions,
 		CacheDir:      opts.CacheDir,
 		DryRun:        opts.DryRun,
 		FullResync:    opts.FullResync,
