@@ -82,6 +82,11 @@ type agentOptions struct {
 
 const rootSyncName = "default"
 
+// NotifyStateConfigMap, in the agent's namespace, keeps what the
+// notifications sent, so that a restart does not send an open failure
+// again (docs/notifications.md).
+const NotifyStateConfigMap = "driftless-notify-state"
+
 func newAgentCommand() *cobra.Command {
 	o := &agentOptions{}
 	cmd := &cobra.Command{
@@ -262,6 +267,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		RenderBudgets: o.budgets,
 		Wake:          wake,
 		Notify:        notifications,
+		NotifyState:   client.ObjectKey{Namespace: o.namespace, Name: NotifyStateConfigMap},
 		Tenancy: &controller.Tenancy{
 			AgentNamespace:        o.namespace,
 			DefaultServiceAccount: o.defaultServiceAccount,

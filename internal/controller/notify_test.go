@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/notify"
@@ -177,5 +179,25 @@ func TestEachCommitGetsItsDeployStatus(t *testing.T) {
 	s := statusesOf(bad)
 	if len(s) != 2 || !strings.HasPrefix(s[0], "pending: ") || !strings.Contains(s[1], "BuildFailed: ") || !strings.Contains(s[1], "broken.yaml") {
 		t.Errorf("statuses on the broken commit %q, want pending, then one failure naming BuildFailed and broken.yaml", s)
+	}
+}
+
+// TestTheNotificationStateIsKeptInAConfigMap saves and reads the dedup
+// state through notify.ConfigMapState on the real API server: created
+// once, then updated.
+func TestTheNotificationStateIsKeptInAConfigMap(t *testing.T) {
+	ns := env.Namespace(t)
+	state := &notify.ConfigMapState{Reader: c, Writer: c, Key: client.ObjectKey{Namespace: ns, Name: "driftless-notify-state"}}
+	ctx := context.Background()
+	if data, err := state.Load(ctx); err != nil || data != nil {
+		t.Fatalf("before any save: %q, %v; want nothing", data, err)
+	}
+	for _, want := range []string{`{"failing":[]}`, `{"statuses":[]}`} {
+		if err := state.Save(ctx, []byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		if data, err := state.Load(ctx); err != nil || string(data) != want {
+			t.Errorf("loaded %q, %v; want what was saved, %s", data, err, want)
+		}
 	}
 }

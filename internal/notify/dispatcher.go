@@ -44,6 +44,10 @@ type Options struct {
 	FlushEvery time.Duration
 	// Client sends the requests.
 	Client *http.Client
+	// State, when set, keeps the dedup state across restarts: read
+	// before the first event is handled, written at most every
+	// FlushEvery when it changed, and when the dispatcher stops.
+	State StateStore
 }
 
 // DefaultOptions returns the defaults: a queue of 256, 5 attempts from
@@ -79,6 +83,7 @@ type Dispatcher struct {
 	senders []*sender
 	dropped atomic.Int64
 	log     logr.Logger
+	persist *persist
 }
 
 // NewDispatcher returns a dispatcher for the targets of cfg, which must
@@ -114,6 +119,9 @@ func NewDispatcher(cfg Config, opts Options) *Dispatcher {
 	}
 	d := &Dispatcher{cfg: cfg, opts: opts, in: make(chan notice, opts.QueueSize), dedup: newDeduper(cfg),
 		status: map[types.NamespacedName]*statusMemo{}, log: ctrl.Log.WithName("notify")}
+	if opts.State != nil {
+		d.persist = &persist{store: opts.State}
+	}
 	for i := range cfg.Targets {
 		d.senders = append(d.senders, &sender{target: &cfg.Targets[i], opts: opts, queue: make(chan delivery, opts.QueueSize), d: d})
 	}
@@ -153,8 +161,10 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			d.save(context.WithoutCancel(ctx))
 			return nil
 		case n := <-d.in:
+			d.load(ctx)
 			if n.status != nil {
 				d.routeStatus(*n.status)
 				continue
@@ -165,6 +175,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 			d.route(d.dedup.observe(n, d.opts.Clock.Now()))
 		case <-tick.C():
 			d.route(d.dedup.flush(d.opts.Clock.Now()))
+			d.save(ctx)
 		}
 	}
 }

@@ -42,6 +42,8 @@ func TestDocsMatchTheCode(t *testing.T) {
 		fmt.Sprintf("`address` defaults to `%s`", DefaultAddresses[TypeGitHubStatus]),
 		fmt.Sprintf("# default %s", DefaultAddresses[TypeGitLabStatus]),
 		"`driftless/<cluster>/<namespace>/<name>`",
+		fmt.Sprintf("at most %d failing Syncs and %d commit statuses", MaxPersisted, MaxPersisted),
+		fmt.Sprintf("at most every %d seconds", int(o.FlushEvery.Seconds())),
 		"`" + v1alpha1.CommitStatusRepositoryAnnotation + "`",
 	}
 	for _, typ := range targetTypes {
