@@ -161,8 +161,8 @@ func TestEachCommitGetsItsDeployStatus(t *testing.T) {
 	})
 	h.waitReady("fleet", good)
 	eventually(t, "pending then success on the good commit", func() bool { return len(statusesOf(good)) == 2 })
-	if s := statusesOf(good); !strings.HasPrefix(s[0], "pending: ") || !strings.HasPrefix(s[1], "success: ") {
-		t.Errorf("statuses on the good commit %q, want pending then success", s)
+	if s := statusesOf(good); !strings.HasPrefix(s[0], "pending: syncing "+good[:7]) || !strings.HasPrefix(s[1], "success: Ready: applied "+good[:7]) {
+		t.Errorf("statuses on the good commit %q, want pending then success, saying what was applied", s)
 	}
 	mu.Lock()
 	if c := got[0].body.Context; c != "driftless/test-cluster/"+h.ns+"/fleet" {

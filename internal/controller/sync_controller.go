@@ -45,9 +45,9 @@ type RevisionReporter interface {
 	// started.
 	Syncing(s *v1alpha1.Sync, revision string)
 	// Synced: a sync of revision ended and was recorded in the status;
-	// reason is empty when the Sync is Ready, else the failure's reason
-	// with its masked message. superseded: a newer revision arrived
-	// before it was Ready.
+	// reason is empty when the Sync is Ready, else the failure's reason;
+	// message is the Ready condition's, masked. superseded: a newer
+	// revision arrived before it was Ready.
 	Synced(s *v1alpha1.Sync, revision, reason, message string, superseded bool)
 }
 
@@ -168,11 +168,7 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
 	}
 	if r.Revisions != nil && o.revision != "" && !o.dryRun && !r.DryRun && !s.DryRun() {
-		var message string
-		if o.err != nil {
-			message = o.message()
-		}
-		r.Revisions.Synced(&s, o.revision, o.reason, message, errors.Is(o.err, errSuperseded))
+		r.Revisions.Synced(&s, o.revision, o.reason, o.message(), errors.Is(o.err, errSuperseded))
 	}
 	if errors.Is(o.err, errSuperseded) {
 		// A new revision arrived during a health wait: apply it now.

@@ -236,9 +236,9 @@ func (d *Dispatcher) Syncing(s *v1alpha1.Sync, revision string) {
 }
 
 // Synced tells the commit status targets how the sync of revision
-// ended: Ready when reason is empty, else failed with reason and the
-// (masked) message; superseded when a newer revision arrived before it
-// was Ready. It never blocks.
+// ended: Ready when reason is empty, else failed with reason; message
+// is the Ready condition's (masked); superseded when a newer revision
+// arrived before it was Ready. It never blocks.
 func (d *Dispatcher) Synced(s *v1alpha1.Sync, revision, reason, message string, superseded bool) {
 	state := StateSuccess
 	switch {
