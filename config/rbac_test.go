@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,15 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 	if diff := cmp.Diff(admission, find[*rbacv1.Role](t, objs, namespace, "driftless-admission").Rules); diff != "" {
 		t.Errorf("Role driftless-admission rules (-want +got):\n%s", diff)
 	}
+	notifyState := []rbacv1.PolicyRule{
+		// notify.ConfigMapState: creates the dedup state's ConfigMap once,
+		rule("", "configmaps", "create"),
+		// then reads and updates only that ConfigMap.
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{cli.NotifyStateConfigMap}, Verbs: []string{"get", "update"}},
+	}
+	if diff := cmp.Diff(notifyState, find[*rbacv1.Role](t, objs, namespace, "driftless-notify").Rules); diff != "" {
+		t.Errorf("Role driftless-notify rules (-want +got):\n%s", diff)
+	}
 	// Nothing else grants the agent anything; cluster-admin goes to the
 	// root Sync's ServiceAccount only.
 	for _, o := range objs {
@@ -99,7 +109,7 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 				t.Errorf("an unexpected ClusterRole %s", b.Name)
 			}
 		case *rbacv1.Role:
-			if b.Name != "driftless-leader-election" && b.Name != "driftless-admission" {
+			if b.Name != "driftless-leader-election" && b.Name != "driftless-admission" && b.Name != "driftless-notify" {
 				t.Errorf("an unexpected Role %s", b.Name)
 			}
 		case *rbacv1.ClusterRoleBinding:
@@ -108,7 +118,8 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 				t.Errorf("ClusterRoleBinding %s binds %s to %+v", b.Name, b.RoleRef.Name, b.Subjects)
 			}
 		case *rbacv1.RoleBinding:
-			if (b.RoleRef.Name != "driftless-leader-election" && b.RoleRef.Name != "driftless-admission") || len(b.Subjects) != 1 || b.Subjects[0].Name != "driftless" {
+			roles := []string{"driftless-leader-election", "driftless-admission", "driftless-notify"}
+			if !slices.Contains(roles, b.RoleRef.Name) || len(b.Subjects) != 1 || b.Subjects[0].Name != "driftless" {
 				t.Errorf("RoleBinding %s binds %s to %+v", b.Name, b.RoleRef.Name, b.Subjects)
 			}
 		}

@@ -121,11 +121,18 @@ run kubectl create namespace driftless-system
 run bin/driftless secret keygen --kubeconfig "$KUBECONFIG" --create-secret driftless-system/sops-age | tee "$demo_dir/recipient"
 recipient="$(grep -o 'age1[0-9a-z]*' "$demo_dir/recipient" | head -1)"
 
-say "Running the agent with the field report's flags (and the key for SOPS files)"
+# The webhook receiver listens on loopback, on a port of its own so that
+# two demos can run side by side; its secret is a Secret, as in a cluster.
+hook_port=$((20000 + RANDOM % 10000))
+hook_secret="demo-$RANDOM$RANDOM"
+kubectl -n driftless-system create secret generic driftless-webhook --from-literal=github="$hook_secret" >/dev/null
+
+say "Running the agent with the field report's flags (and the key for SOPS files, and a webhook receiver)"
 agent=(bin/driftless agent --kubeconfig "$KUBECONFIG"
   --git-url "file://$demo_dir/fleet.git" --git-branch main
   --git-path namespaces,workloads --sync-interval 5s --sync-wait --full-resync-interval 1h
   --sops-age-key-secret driftless-system/sops-age
+  --webhook-bind-address "127.0.0.1:$hook_port" --webhook-secret driftless-webhook
   --metrics-bind-address 0 --health-probe-bind-address 0)
 show "${agent[@]}" "&"
 # Started directly, not through run: $! is then the agent itself.
@@ -274,6 +281,36 @@ run kubectl -n shop get deployment app -o jsonpath='{.spec.template.spec.contain
 note "The event says what it put back, who had changed it, and where to change it properly:"
 wait_for "the revert event" bash -c "'$root/bin/k8s/kubectl' -n shop get events --field-selector involvedObject.name=app,reason=DriftReverted -o name | grep -q ."
 kubectl -n shop get events --field-selector involvedObject.name=app,reason=DriftReverted -o jsonpath='{range .items[*]}{.message}{"\n"}{end}'
+
+say "A push syncs at once: a Sync with a 1h interval, woken by a signed GitHub-style webhook"
+cd "$demo_dir/work"
+mkdir -p hooked
+printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: banner, namespace: shop}\ndata: {text: "v1"}\n' > hooked/banner.yaml
+git add -A && git commit --quiet -m "Add the banner" && git push --quiet origin main
+cd "$root"
+kubectl apply -f - <<EOF
+apiVersion: driftless.dev/v1alpha1
+kind: Sync
+metadata: {name: hooked, namespace: driftless-system}
+spec:
+  source: {git: {url: "file://$demo_dir/fleet.git", branch: main}}
+  paths: [hooked]
+  interval: 1h
+EOF
+banner_is() { [[ "$(kubectl -n shop get configmap banner -o jsonpath='{.data.text}')" == "$1" ]]; }
+wait_for "the hooked Sync's first sync" banner_is v1
+sed -i 's/"v1"/"v2"/' "$demo_dir/work/hooked/banner.yaml"
+git -C "$demo_dir/work" commit --quiet -am "Banner v2" && git -C "$demo_dir/work" push --quiet origin main
+note "What GitHub sends after a push, signed with the webhook secret (HMAC-SHA256 of the body):"
+payload="{\"ref\":\"refs/heads/main\",\"repository\":{\"clone_url\":\"file://$demo_dir/fleet.git\"}}"
+signature="sha256=$(printf '%s' "$payload" | openssl dgst -sha256 -hmac "$hook_secret" -r | cut -d' ' -f1)"
+pushed=$(date +%s%N)
+run curl -sS -X POST "http://127.0.0.1:$hook_port/hooks/github" -H "X-GitHub-Event: push" \
+  -H "X-GitHub-Delivery: demo-$pushed" -H "X-Hub-Signature-256: $signature" --data "$payload"
+echo
+wait_for "the pushed banner" banner_is v2
+note "Applied $(( ($(date +%s%N) - pushed) / 1000000 )) ms after the push, without waiting for the 1h interval:"
+run kubectl -n shop get configmap banner -o jsonpath='{.data.text}{"\n"}'
 
 say "Every sync is a record: the Sync's status and history"
 run kubectl -n driftless-system get sync default -o wide

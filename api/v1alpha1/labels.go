@@ -58,3 +58,8 @@ const ForceDeleteAnnotation = "driftless.dev/force-delete"
 // SubstituteAnnotation set to "disabled" on an object leaves its ${...}
 // as they are: spec.substitute and spec.substituteFrom are not applied to it.
 const SubstituteAnnotation = "driftless.dev/substitute"
+
+// CommitStatusRepositoryAnnotation on a Sync names the repository its
+// commit statuses are posted to ("owner/repo", or a GitLab project path
+// or ID) when its git URL does not say it: a mirror, another host name.
+const CommitStatusRepositoryAnnotation = "driftless.dev/commit-status-repository"

@@ -68,6 +68,7 @@ type agentOptions struct {
 	sopsAgeKey     string
 	webhookProxies []string
 	notifyConfig   string
+	clusterName    string
 
 	syncServiceAccount    string
 	defaultServiceAccount string
@@ -80,6 +81,11 @@ type agentOptions struct {
 }
 
 const rootSyncName = "default"
+
+// NotifyStateConfigMap, in the agent's namespace, keeps what the
+// notifications sent, so that a restart does not send an open failure
+// again (docs/notifications.md).
+const NotifyStateConfigMap = "driftless-notify-state"
 
 func newAgentCommand() *cobra.Command {
 	o := &agentOptions{}
@@ -141,7 +147,8 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.webhookSecret, "webhook-secret", "", "Secret in the agent's namespace with the webhook secrets: one key per provider (github, gitlab, gitea, bitbucket, generic), or the key token for all; required with --webhook-bind-address")
 	f.StringVar(&o.sopsAgeKey, "sops-age-key-secret", "", "Secret, as namespace/name, whose *.agekey entries decrypt SOPS files for the Syncs in its namespace that set no spec.decryption.secretRef (the root Sync); empty means none (docs/secrets.md)")
 	f.StringSliceVar(&o.webhookProxies, "webhook-trusted-proxies", nil, "comma-separated CIDRs of the proxies in front of the webhook receiver (an Ingress): requests from them are rate-limited by their X-Forwarded-For sender; empty limits by the TCP peer")
-	f.StringVar(&o.notifyConfig, "notify-config", "", "YAML file of notification targets (Slack, Teams, generic webhook), the Syncs and events each receives, and the dedup settings (docs/notifications.md); empty sends none")
+	f.StringVar(&o.notifyConfig, "notify-config", "", "YAML file of notification targets (Slack, Teams, generic webhook, GitHub/GitLab/Gitea commit statuses), the Syncs and events each receives, and the dedup settings (docs/notifications.md); empty sends none")
+	f.StringVar(&o.clusterName, "cluster-name", notify.DefaultCluster, "name of this cluster in commit statuses (driftless/<cluster>/<namespace>/<name>, docs/notifications.md)")
 	addAdmissionFlags(f, o)
 	return cmd
 }
@@ -191,6 +198,10 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		}
 		notifications = loaded
 	}
+	if strings.TrimSpace(o.clusterName) == "" || strings.ContainsAny(o.clusterName, " /") {
+		return fmt.Errorf("--cluster-name %q: give a name without spaces or slashes, such as prod-eu", o.clusterName)
+	}
+	notifications.Cluster = o.clusterName
 	cfg, inCluster, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -256,6 +267,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		RenderBudgets: o.budgets,
 		Wake:          wake,
 		Notify:        notifications,
+		NotifyState:   client.ObjectKey{Namespace: o.namespace, Name: NotifyStateConfigMap},
 		Tenancy: &controller.Tenancy{
 			AgentNamespace:        o.namespace,
 			DefaultServiceAccount: o.defaultServiceAccount,

@@ -50,6 +50,10 @@ type Options struct {
 	// Notify, when it has targets, sends notifications about Syncs
 	// (internal/notify): every event still goes to the API server.
 	Notify notify.Config
+	// NotifyState, when set, names the ConfigMap that keeps the
+	// notifications' dedup state across restarts (the agent's
+	// driftless-notify-state); empty keeps it in memory only.
+	NotifyState client.ObjectKey
 	// Tenancy, when set, fences the Syncs outside the agent's namespace
 	// and makes every Sync act as its ServiceAccount (docs/security.md).
 	// Nil: every Sync acts as the agent, unfenced.
@@ -92,12 +96,18 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		identities = NewIdentities(*opts.Tenancy, applier, mgr.GetConfig(), clientOptions)
 	}
 	var recorder EventRecorder = mgr.GetEventRecorder("driftless")
+	var revisions RevisionReporter
 	if len(opts.Notify.Targets) > 0 {
-		notifier := notify.NewDispatcher(opts.Notify, notify.DefaultOptions())
+		nopts := notify.DefaultOptions()
+		if opts.NotifyState.Name != "" {
+			nopts.State = &notify.ConfigMapState{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Key: opts.NotifyState}
+		}
+		notifier := notify.NewDispatcher(opts.Notify, nopts)
 		if err := mgr.Add(notifier); err != nil {
 			return nil, err
 		}
 		recorder = notify.Wrap(recorder, notifier)
+		revisions = notifier
 	}
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
@@ -114,6 +124,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		Discovery:     dc,
 		Store:         store,
 		Recorder:      recorder,
+		Revisions:     revisions,
 		CacheDir:      opts.CacheDir,
 		DryRun:        opts.DryRun,
 		FullResync:    opts.FullResync,

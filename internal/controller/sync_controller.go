@@ -38,6 +38,19 @@ type EventRecorder interface {
 	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
 }
 
+// RevisionReporter is told how each Sync fares at each revision: the
+// commit statuses of internal/notify. Its methods must not block.
+type RevisionReporter interface {
+	// Syncing: a sync of revision, which the Sync has not applied,
+	// started.
+	Syncing(s *v1alpha1.Sync, revision string)
+	// Synced: a sync of revision ended and was recorded in the status;
+	// reason is empty when the Sync is Ready, else the failure's reason;
+	// message is the Ready condition's, masked. superseded: a newer
+	// revision arrived before it was Ready.
+	Synced(s *v1alpha1.Sync, revision, reason, message string, superseded bool)
+}
+
 // SyncReconciler reconciles Sync objects.
 type SyncReconciler struct {
 	// Client reads and updates Syncs (from the manager's cache).
@@ -59,6 +72,9 @@ type SyncReconciler struct {
 	Discovery discovery.DiscoveryInterface
 	// Recorder emits events on Syncs.
 	Recorder EventRecorder
+	// Revisions, when set, is told when a sync of a new revision starts
+	// and how it ends (not for dry runs).
+	Revisions RevisionReporter
 	// CacheDir holds the git mirrors: one per repository and credentials,
 	// shared by every Sync that reads it (see source.Mirror).
 	CacheDir string
@@ -150,6 +166,9 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	quiet := o.unchangedSince(&s.Status) && !requestPending(&s)
 	if err := r.writeStatus(ctx, &s, o); err != nil {
 		return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
+	}
+	if r.Revisions != nil && o.revision != "" && !o.dryRun && !r.DryRun && !s.DryRun() {
+		r.Revisions.Synced(&s, o.revision, o.reason, o.message(), errors.Is(o.err, errSuperseded))
 	}
 	if errors.Is(o.err, errSuperseded) {
 		// A new revision arrived during a health wait: apply it now.
@@ -284,6 +303,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// compared: drift is reported, not reverted.
 	o.dryRun = r.DryRun || s.DryRun() ||
 		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == appliedGeneration(&s.Status))
+	if r.Revisions != nil && !o.dryRun && o.revision != s.Status.LastAppliedRevision {
+		r.Revisions.Syncing(s, o.revision)
+	}
 	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys)
 	o.commit = r.commitOf(req, o.revision)
 	if err != nil {

@@ -47,7 +47,19 @@ const (
 	TypeGeneric = "generic"
 	TypeSlack   = "slack"
 	TypeTeams   = "teams"
+	// Commit status types: the state of each Sync at each revision, on
+	// the commit (status.go).
+	TypeGitHubStatus = "github-status"
+	TypeGitLabStatus = "gitlab-status"
+	TypeGiteaStatus  = "gitea-status"
 )
+
+// targetTypes lists every target type, in the order of the docs.
+var targetTypes = []string{TypeGeneric, TypeSlack, TypeTeams, TypeGitHubStatus, TypeGitLabStatus, TypeGiteaStatus}
+
+// DefaultCluster is the cluster a commit status names when the agent is
+// given no --cluster-name.
+const DefaultCluster = "default"
 
 // Config is the file given to --notify-config.
 type Config struct {
@@ -64,6 +76,11 @@ type Config struct {
 	// 10m and 3).
 	FlapWindow Duration `json:"flapWindow,omitempty"`
 	FlapLimit  int      `json:"flapLimit,omitempty"`
+
+	// Cluster names this cluster in commit statuses
+	// (driftless/<cluster>/<namespace>/<name>); the agent's
+	// --cluster-name, not a field of the file.
+	Cluster string `json:"-"`
 }
 
 // Target is one endpoint and what it receives.
@@ -71,7 +88,8 @@ type Target struct {
 	// Name identifies the target in logs and metrics; the URL never
 	// appears there.
 	Name string `json:"name"`
-	// Type is generic, slack or teams.
+	// Type is generic, slack, teams, github-status, gitlab-status or
+	// gitea-status.
 	Type string `json:"type"`
 	// URL of the endpoint; or URLFile, a file holding it (a mounted
 	// Secret: Slack and Teams URLs are credentials).
@@ -82,11 +100,22 @@ type Target struct {
 	HMACKeyFile string `json:"hmacKeyFile,omitempty"`
 	// Syncs selects the Syncs; empty selects all.
 	Syncs Selector `json:"syncs,omitempty"`
-	// Events selects the events; empty selects all.
+	// Events selects the events; empty selects all. Commit status
+	// targets take none: they follow every revision.
 	Events []Event `json:"events,omitempty"`
+	// Address is a commit status target's API base URL (GitHub
+	// https://api.github.com or https://<host>/api/v3, GitLab
+	// https://<host>/api/v4, Gitea https://<host>/api/v1).
+	Address string `json:"address,omitempty"`
+	// TokenFile is a file holding a commit status target's API token.
+	TokenFile string `json:"tokenFile,omitempty"`
+	// TargetURL, for commit statuses, is the link on each status;
+	// {cluster}, {namespace}, {name} and {revision} are replaced.
+	TargetURL string `json:"targetURL,omitempty"`
 
-	key []byte
-	sel labels.Selector
+	key   []byte
+	token string
+	sel   labels.Selector
 }
 
 // Selector selects Syncs by namespace and labels.
@@ -151,6 +180,9 @@ func (c *Config) complete(dir string) error {
 	if c.FlapLimit <= 0 {
 		c.FlapLimit = DefaultFlapLimit
 	}
+	if c.Cluster == "" {
+		c.Cluster = DefaultCluster
+	}
 	var errs []error
 	names := map[string]bool{}
 	for i := range c.Targets {
@@ -170,10 +202,8 @@ func (c *Config) complete(dir string) error {
 }
 
 func (t *Target) complete(dir string) error {
-	switch t.Type {
-	case TypeGeneric, TypeSlack, TypeTeams:
-	default:
-		return fmt.Errorf("type %q is not one of generic, slack, teams", t.Type)
+	if !slices.Contains(targetTypes, t.Type) {
+		return fmt.Errorf("type %q is not one of %s", t.Type, strings.Join(targetTypes, ", "))
 	}
 	readFile := func(field, name string) (string, error) {
 		if !filepath.IsAbs(name) {
@@ -184,6 +214,12 @@ func (t *Target) complete(dir string) error {
 			return "", fmt.Errorf("%s: %w", field, err)
 		}
 		return strings.TrimSpace(string(b)), nil
+	}
+	if t.status() {
+		return t.completeStatus(readFile)
+	}
+	if t.Address != "" || t.TokenFile != "" || t.TargetURL != "" {
+		return fmt.Errorf("address, tokenFile and targetURL apply to commit status targets only; a %s target takes url or urlFile", t.Type)
 	}
 	switch {
 	case t.URL != "" && t.URLFile != "":
@@ -198,7 +234,7 @@ func (t *Target) complete(dir string) error {
 		return errors.New("url or urlFile is required")
 	}
 	// The URL may hold a token: say what is wrong, not what it is.
-	if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !absoluteHTTP(t.URL) {
 		return errors.New("the URL is not an absolute http:// or https:// URL")
 	}
 	if t.HMACKeyFile != "" {
@@ -219,6 +255,10 @@ func (t *Target) complete(dir string) error {
 			return fmt.Errorf("event %q is not one of %s", e, joinEvents(Events))
 		}
 	}
+	return t.parseSelector()
+}
+
+func (t *Target) parseSelector() error {
 	sel, err := labels.Parse(t.Syncs.LabelSelector)
 	if err != nil {
 		return fmt.Errorf("syncs.labelSelector: %w", err)
@@ -227,13 +267,15 @@ func (t *Target) complete(dir string) error {
 	return nil
 }
 
+func absoluteHTTP(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
 // wants reports whether the target receives event about a Sync in
 // namespace with labels.
 func (t *Target) wants(event Event, namespace string, lbls map[string]string) bool {
-	if len(t.Syncs.Namespaces) > 0 && !slices.Contains(t.Syncs.Namespaces, namespace) {
-		return false
-	}
-	if t.sel != nil && !t.sel.Matches(labels.Set(lbls)) {
+	if !t.selects(namespace, lbls) {
 		return false
 	}
 	if len(t.Events) == 0 {
@@ -243,6 +285,15 @@ func (t *Target) wants(event Event, namespace string, lbls map[string]string) bo
 		return slices.Contains(t.Events, Failed) || slices.Contains(t.Events, Recovered)
 	}
 	return slices.Contains(t.Events, event)
+}
+
+// selects reports whether t's syncs selector takes a Sync in namespace
+// with lbls.
+func (t *Target) selects(namespace string, lbls map[string]string) bool {
+	if len(t.Syncs.Namespaces) > 0 && !slices.Contains(t.Syncs.Namespaces, namespace) {
+		return false
+	}
+	return t.sel == nil || t.sel.Matches(labels.Set(lbls))
 }
 
 func joinEvents(es []Event) string {

@@ -88,7 +88,8 @@ func (d *deduper) observe(n notice, now time.Time) []Message {
 	st := d.state(n, now)
 	msg := func(e Event, summary string, count int) []Message {
 		return []Message{{Sync: n.sync, Labels: n.labels, Event: e, Reason: n.reason, Summary: summary,
-			Detail: n.message, Revision: n.revision, Time: now, Count: count}}
+			Detail: n.message, Revision: n.revision, Subject: n.commit.Subject, Author: n.commit.Author, CommitURL: n.commit.URL,
+			Time: now, Count: count}}
 	}
 	switch n.event {
 	case Failed, HealthTimeout:
@@ -217,6 +218,7 @@ func (d *deduper) flapStart(st *syncState, n notice, now time.Time) ([]Message, 
 		state = "failing (" + n.reason + ")"
 	}
 	return []Message{{Sync: n.sync, Labels: n.labels, Event: Flapping, Reason: n.reason, Time: now, Revision: n.revision,
+		Subject: n.commit.Subject, Author: n.commit.Author, CommitURL: n.commit.URL,
 		Detail: n.message, Count: len(st.flips),
 		Summary: fmt.Sprintf("Sync %s is flapping: %d changes between failing and Ready within %s, now %s; "+
 			"no further failed or recovered messages until it keeps one state for %s",
@@ -267,7 +269,8 @@ func burstMessage(b *burst, now time.Time, window time.Duration) Message {
 		summary = fmt.Sprintf("Sync %s reverted %d drifts within %s: %s", b.last.sync, b.count, window, strings.Join(objs, ", "))
 	}
 	return Message{Sync: b.last.sync, Labels: b.last.labels, Event: DriftReverted, Reason: b.last.reason, Summary: summary,
-		Detail: b.last.message, Revision: b.last.revision, Time: now, Count: b.count}
+		Detail: b.last.message, Revision: b.last.revision, Subject: b.last.commit.Subject, Author: b.last.commit.Author,
+		CommitURL: b.last.commit.URL, Time: now, Count: b.count}
 }
 
 // objectOf is the "Kind/namespace/name" a drift note starts with.

@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -43,6 +44,10 @@ type Options struct {
 	FlushEvery time.Duration
 	// Client sends the requests.
 	Client *http.Client
+	// State, when set, keeps the dedup state across restarts: read
+	// before the first event is handled, written at most every
+	// FlushEvery when it changed, and when the dispatcher stops.
+	State StateStore
 }
 
 // DefaultOptions returns the defaults: a queue of 256, 5 attempts from
@@ -74,9 +79,11 @@ type Dispatcher struct {
 	opts    Options
 	in      chan notice
 	dedup   *deduper
+	status  map[types.NamespacedName]*statusMemo
 	senders []*sender
 	dropped atomic.Int64
 	log     logr.Logger
+	persist *persist
 }
 
 // NewDispatcher returns a dispatcher for the targets of cfg, which must
@@ -107,10 +114,16 @@ func NewDispatcher(cfg Config, opts Options) *Dispatcher {
 	if opts.Client == nil {
 		opts.Client = def.Client
 	}
+	if cfg.Cluster == "" {
+		cfg.Cluster = DefaultCluster
+	}
 	d := &Dispatcher{cfg: cfg, opts: opts, in: make(chan notice, opts.QueueSize), dedup: newDeduper(cfg),
-		log: ctrl.Log.WithName("notify")}
+		status: map[types.NamespacedName]*statusMemo{}, log: ctrl.Log.WithName("notify")}
+	if opts.State != nil {
+		d.persist = &persist{store: opts.State}
+	}
 	for i := range cfg.Targets {
-		d.senders = append(d.senders, &sender{target: &cfg.Targets[i], opts: opts, queue: make(chan Message, opts.QueueSize), d: d})
+		d.senders = append(d.senders, &sender{target: &cfg.Targets[i], opts: opts, queue: make(chan delivery, opts.QueueSize), d: d})
 	}
 	return d
 }
@@ -148,11 +161,21 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			d.save(context.WithoutCancel(ctx))
 			return nil
 		case n := <-d.in:
+			d.load(ctx)
+			if n.status != nil {
+				d.routeStatus(*n.status)
+				continue
+			}
+			if n.gone {
+				delete(d.status, n.sync)
+			}
 			d.route(d.dedup.observe(n, d.opts.Clock.Now()))
 		case <-tick.C():
 			d.route(d.dedup.flush(d.opts.Clock.Now()))
+			d.save(ctx)
 		}
 	}
 }
@@ -160,24 +183,97 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 func (d *Dispatcher) route(msgs []Message) {
 	for _, m := range msgs {
 		for _, s := range d.senders {
-			if !s.target.wants(m.Event, m.Sync.Namespace, m.Labels) {
+			if s.target.status() || !s.target.wants(m.Event, m.Sync.Namespace, m.Labels) {
 				continue
 			}
-			select {
-			case s.queue <- m:
-			default:
-				d.drop()
+			b, err := body(s.target.Type, m)
+			if err != nil {
+				d.log.Error(err, "notification not worded", "target", s.target.Name, "sync", m.Sync.String())
+				continue
 			}
+			dl := delivery{url: s.target.URL, body: b, sync: m.Sync, event: string(m.Event)}
+			if len(s.target.key) > 0 {
+				dl.headers = map[string]string{SignatureHeader: Sign(s.target.key, b)}
+			}
+			s.enqueue(dl)
 		}
 	}
+}
+
+// routeStatus hands n to the commit status targets that select its Sync
+// and whose server holds its repository, unless it is not news.
+func (d *Dispatcher) routeStatus(n statusNotice) {
+	memo := d.status[n.sync]
+	if memo == nil {
+		memo = &statusMemo{}
+		d.status[n.sync] = memo
+	}
+	if !memo.due(n) {
+		return
+	}
+	for _, s := range d.senders {
+		if !s.target.status() || !s.target.selects(n.sync.Namespace, n.labels) {
+			continue
+		}
+		dl, err := s.target.statusDelivery(n, d.cfg.Cluster)
+		if errors.Is(err, errNotHere) {
+			d.log.V(1).Info("no commit status: the Sync's repository is not on the target's server", "target", s.target.Name, "sync", n.sync.String())
+			continue
+		}
+		if err != nil {
+			d.log.Error(err, "commit status not worded", "target", s.target.Name, "sync", n.sync.String())
+			continue
+		}
+		s.enqueue(dl)
+	}
+}
+
+// Syncing tells the commit status targets that s started syncing
+// revision, which it has not applied. It never blocks.
+func (d *Dispatcher) Syncing(s *v1alpha1.Sync, revision string) {
+	n := statusNoticeOf(s, revision, StatePending, "", "")
+	d.enqueue(notice{sync: n.sync, status: &n})
+}
+
+// Synced tells the commit status targets how the sync of revision
+// ended: Ready when reason is empty, else failed with reason; message
+// is the Ready condition's (masked); superseded when a newer revision
+// arrived before it was Ready. It never blocks.
+func (d *Dispatcher) Synced(s *v1alpha1.Sync, revision, reason, message string, superseded bool) {
+	state := StateSuccess
+	switch {
+	case superseded:
+		state = StateError
+	case reason != "":
+		state = StateFailure
+	}
+	n := statusNoticeOf(s, revision, state, reason, message)
+	d.enqueue(notice{sync: n.sync, status: &n})
+}
+
+// delivery is one request to a target, worded.
+type delivery struct {
+	url     string
+	body    []byte
+	headers map[string]string
+	sync    types.NamespacedName
+	event   string
 }
 
 // sender delivers one target's messages in order, one at a time.
 type sender struct {
 	target *Target
 	opts   Options
-	queue  chan Message
+	queue  chan delivery
 	d      *Dispatcher
+}
+
+func (s *sender) enqueue(dl delivery) {
+	select {
+	case s.queue <- dl:
+	default:
+		s.d.drop()
+	}
 }
 
 func (s *sender) run(ctx context.Context) {
@@ -189,7 +285,7 @@ func (s *sender) run(ctx context.Context) {
 			if err := s.deliver(ctx, m); err != nil {
 				notificationsSent.WithLabelValues(s.target.Name, "failed").Inc()
 				if ctx.Err() == nil {
-					s.d.log.Error(err, "notification not delivered", "target", s.target.Name, "sync", m.Sync.String(), "event", m.Event)
+					s.d.log.Error(err, "notification not delivered", "target", s.target.Name, "sync", m.sync.String(), "event", m.event)
 				}
 				continue
 			}
@@ -202,14 +298,10 @@ func (s *sender) run(ctx context.Context) {
 var errFinal = errors.New("refused")
 
 // deliver posts m, retrying with back-off. Its errors never hold the URL.
-func (s *sender) deliver(ctx context.Context, m Message) error {
-	b, err := body(s.target.Type, m)
-	if err != nil {
-		return err
-	}
+func (s *sender) deliver(ctx context.Context, dl delivery) error {
 	wait := s.opts.Backoff
 	for attempt := 1; ; attempt++ {
-		err = s.post(ctx, b)
+		err := s.post(ctx, dl)
 		if err == nil || errors.Is(err, errFinal) || attempt >= s.opts.Attempts {
 			if err != nil {
 				return fmt.Errorf("target %s, attempt %d: %w", s.target.Name, attempt, err)
@@ -225,17 +317,17 @@ func (s *sender) deliver(ctx context.Context, m Message) error {
 	}
 }
 
-func (s *sender) post(ctx context.Context, b []byte) error {
+func (s *sender) post(ctx context.Context, dl delivery) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.target.URL, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dl.url, bytes.NewReader(dl.body))
 	if err != nil {
 		return fmt.Errorf("%w: the URL does not make a request", errFinal)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "driftless-notify")
-	if len(s.target.key) > 0 {
-		req.Header.Set(SignatureHeader, Sign(s.target.key, b))
+	for k, v := range dl.headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {

@@ -31,6 +31,8 @@ type endpoint struct {
 }
 
 type request struct {
+	method string
+	path   string // escaped, as sent
 	body   []byte
 	header http.Header
 }
@@ -40,7 +42,7 @@ func newEndpoint(t *testing.T, answers ...int) *endpoint {
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		e.mu.Lock()
-		e.requests = append(e.requests, request{body: b, header: r.Header.Clone()})
+		e.requests = append(e.requests, request{method: r.Method, path: r.URL.EscapedPath(), body: b, header: r.Header.Clone()})
 		status := http.StatusOK
 		if len(e.answers) > 0 {
 			status, e.answers = e.answers[0], e.answers[1:]

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/driftless/driftless/api/v1alpha1"
 )
 
 // TestDocsMatchTheCode keeps docs/notifications.md's events and defaults
@@ -35,6 +37,17 @@ func TestDocsMatchTheCode(t *testing.T) {
 		fmt.Sprintf("up to %d times, %s per attempt", o.Attempts, o.Timeout),
 		fmt.Sprintf("back-off from %s doubling up to %s", o.Backoff, dur(o.MaxBackoff)),
 		SignatureHeader + ": sha256=",
+		fmt.Sprintf("at most %d characters", MaxDescription),
+		fmt.Sprintf("`--cluster-name` (default `%s`)", DefaultCluster),
+		fmt.Sprintf("`address` defaults to `%s`", DefaultAddresses[TypeGitHubStatus]),
+		fmt.Sprintf("# default %s", DefaultAddresses[TypeGitLabStatus]),
+		"`driftless/<cluster>/<namespace>/<name>`",
+		fmt.Sprintf("at most %d failing Syncs and %d commit statuses", MaxPersisted, MaxPersisted),
+		fmt.Sprintf("at most every %d seconds", int(o.FlushEvery.Seconds())),
+		"`" + v1alpha1.CommitStatusRepositoryAnnotation + "`",
+	}
+	for _, typ := range targetTypes {
+		wants = append(wants, "`"+typ+"`")
 	}
 	for _, e := range Events {
 		wants = append(wants, "| `"+string(e)+"` |")

@@ -20,7 +20,11 @@ type notice struct {
 	reason   string
 	message  string
 	revision string
+	commit   commit
 	gone     bool // the Sync was deleted: forget it
+	// status, when set, is a commit status notice instead (Syncing,
+	// Synced); the other fields are unused.
+	status *statusNotice
 }
 
 // noticeOf classifies an event the controllers record on a Sync. It
@@ -69,7 +73,30 @@ func noticeOf(s *v1alpha1.Sync, eventtype, reason, action, message string) (noti
 	default:
 		return n, false
 	}
+	n.commit = commitOf(s, n.revision)
 	return n, true
+}
+
+// commit is what a message says about the revision: the subject and
+// author from the Sync's history, and a link to the commit's page.
+type commit struct {
+	Subject, Author, URL string
+}
+
+// commitOf finds revision in s's history (the newest record of it that
+// has a subject) and links it when the Sync's git URL allows (CommitURL).
+func commitOf(s *v1alpha1.Sync, revision string) commit {
+	if revision == "" {
+		return commit{}
+	}
+	c := commit{URL: CommitURL(s.Spec.Source.Git.URL, revision)}
+	for _, h := range s.Status.History {
+		if h.Revision == revision && h.Subject != "" {
+			c.Subject, c.Author = h.Subject, h.Author
+			break
+		}
+	}
+	return c
 }
 
 // Message is one notification, before a provider words it.
@@ -83,7 +110,10 @@ type Message struct {
 	// Detail is the event's note: what failed or changed, and where.
 	Detail   string
 	Revision string
-	Time     time.Time
+	// Subject and Author of the revision's commit, and CommitURL, its
+	// web page: empty when not known.
+	Subject, Author, CommitURL string
+	Time                       time.Time
 	// Count is how many events this message stands for.
 	Count int
 }

@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
+
+	"github.com/driftless/driftless/internal/source"
 )
 
 // SignatureHeader carries the HMAC-SHA256 of a generic body:
@@ -14,13 +17,18 @@ const SignatureHeader = "X-Driftless-Signature"
 
 // GenericBody is the JSON a generic target receives.
 type GenericBody struct {
-	Sync      string    `json:"sync"`
-	Namespace string    `json:"namespace"`
-	Event     Event     `json:"event"`
-	Reason    string    `json:"reason"`
-	Summary   string    `json:"summary"`
-	Message   string    `json:"message"`
-	Revision  string    `json:"revision,omitempty"`
+	Sync      string `json:"sync"`
+	Namespace string `json:"namespace"`
+	Event     Event  `json:"event"`
+	Reason    string `json:"reason"`
+	Summary   string `json:"summary"`
+	Message   string `json:"message"`
+	Revision  string `json:"revision,omitempty"`
+	// Subject and Author of the revision's commit, and CommitURL, its
+	// web page, when known.
+	Subject   string    `json:"subject,omitempty"`
+	Author    string    `json:"author,omitempty"`
+	CommitURL string    `json:"commitURL,omitempty"`
 	Time      time.Time `json:"time"`
 	Count     int       `json:"count"`
 }
@@ -29,10 +37,18 @@ type GenericBody struct {
 func body(typ string, m Message) ([]byte, error) {
 	switch typ {
 	case TypeSlack:
-		// Slack incoming webhook: a plain text message.
-		text := "*" + m.Summary + "*"
+		// Slack incoming webhook: a plain text message in mrkdwn.
+		text := "*" + slackEscape(m.Summary) + "*"
 		if m.Detail != "" {
-			text += "\n" + m.Detail
+			text += "\n" + slackEscape(m.Detail)
+		}
+		if c := commitLine(m); c != "" {
+			if m.CommitURL != "" {
+				c = "<" + m.CommitURL + "|" + slackEscape(c) + ">"
+			} else {
+				c = slackEscape(c)
+			}
+			text += "\n" + c
 		}
 		return json.Marshal(map[string]string{"text": text})
 	case TypeTeams:
@@ -41,6 +57,12 @@ func body(typ string, m Message) ([]byte, error) {
 		blocks := []map[string]any{{"type": "TextBlock", "text": m.Summary, "weight": "Bolder", "wrap": true}}
 		if m.Detail != "" {
 			blocks = append(blocks, map[string]any{"type": "TextBlock", "text": m.Detail, "wrap": true})
+		}
+		if c := commitLine(m); c != "" {
+			if m.CommitURL != "" {
+				c = "[" + c + "](" + m.CommitURL + ")"
+			}
+			blocks = append(blocks, map[string]any{"type": "TextBlock", "text": c, "wrap": true, "isSubtle": true})
 		}
 		return json.Marshal(map[string]any{
 			"type": "message",
@@ -56,8 +78,30 @@ func body(typ string, m Message) ([]byte, error) {
 		})
 	default:
 		return json.Marshal(GenericBody{Sync: m.Sync.Name, Namespace: m.Sync.Namespace, Event: m.Event, Reason: m.Reason,
-			Summary: m.Summary, Message: m.Detail, Revision: m.Revision, Time: m.Time.UTC(), Count: m.Count})
+			Summary: m.Summary, Message: m.Detail, Revision: m.Revision, Subject: m.Subject, Author: m.Author, CommitURL: m.CommitURL,
+			Time: m.Time.UTC(), Count: m.Count})
 	}
+}
+
+// commitLine is "<short sha> <subject> (<author>)", or "" when neither
+// the subject nor a link is known.
+func commitLine(m Message) string {
+	if m.Revision == "" || (m.Subject == "" && m.CommitURL == "") {
+		return ""
+	}
+	line := source.Short(m.Revision)
+	if m.Subject != "" {
+		line += " " + m.Subject
+	}
+	if m.Author != "" {
+		line += " (" + m.Author + ")"
+	}
+	return line
+}
+
+// slackEscape escapes the characters Slack's mrkdwn gives a meaning.
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
 // Sign returns the X-Driftless-Signature value of body under key.

@@ -21,7 +21,8 @@ func TestTheWebhooksPageStatesTheDefaultLimits(t *testing.T) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("| Body size | %d MiB.", l.MaxBodyBytes>>20),
-		fmt.Sprintf("| Per remote address | %g requests a second, bursts of %d. |", float64(l.PerAddress), l.PerAddressBurst),
+		fmt.Sprintf("| Deliveries per remote address | %g requests a second, bursts of %d. |", float64(l.PerAddress), l.PerAddressBurst),
+		fmt.Sprintf("| Refused requests per remote address | %g request a second, bursts of %d. |", float64(l.RefusedPerAddress), l.RefusedPerAddressBurst),
 		fmt.Sprintf("| All requests together | %g requests a second, bursts of %d. |", float64(l.Global), l.GlobalBurst),
 		fmt.Sprintf("remembered for %d minutes, per endpoint, up to 10,000 IDs", int(l.ReplayWindow.Minutes())),
 		fmt.Sprintf("within %d\nminutes is ignored", int(l.ReplayWindow.Minutes())),

@@ -416,25 +416,47 @@ func TestAFloodIsRefusedWith429PerAddressAndInAll(t *testing.T) {
 	limits := DefaultLimits()
 	bad := signed(GitHub, "guess", []byte("{}"), "")
 	bad.remote = "192.0.2.1:5000"
-	refused := 0
+	refused, unauthenticated := 0, 0
 	for range limits.PerAddressBurst + 10 {
-		if code, _ := f.do(bad); code == http.StatusTooManyRequests {
+		switch code, _ := f.do(bad); code {
+		case http.StatusTooManyRequests:
 			refused++
+		case http.StatusUnauthorized:
+			unauthenticated++
 		}
 	}
-	if refused != 10 {
-		t.Errorf("%d of %d requests from one address refused with 429, want 10", refused, limits.PerAddressBurst+10)
+	if unauthenticated != limits.RefusedPerAddressBurst || refused != limits.PerAddressBurst+10-limits.RefusedPerAddressBurst {
+		t.Errorf("%d of %d bad requests from one address got 401 and %d got 429, want %d with 401 and the rest 429",
+			unauthenticated, limits.PerAddressBurst+10, refused, limits.RefusedPerAddressBurst)
 	}
-	// Another address is still served, and a signed push still wakes.
-	good := signed(GitHub, "s3cret", readPayload(t, "github-push.json"), "")
-	good.remote = "192.0.2.2:5000"
-	if code, reply := f.do(good); code != http.StatusOK || len(reply.Woken) == 0 {
-		t.Errorf("a push from another address during the flood: %d %+v, want 200 with Syncs woken", code, reply)
+	// The flood spent its own budget, not the deliveries': a signed push
+	// from the same address wakes, as does one from another address.
+	for _, remote := range []string{"192.0.2.1:5000", "192.0.2.2:5000"} {
+		good := signed(GitHub, "s3cret", readPayload(t, "github-push.json"), "")
+		good.remote = remote
+		if code, reply := f.do(good); code != http.StatusOK || len(reply.Woken) == 0 {
+			t.Errorf("a push from %s after the flood: %d %+v, want 200 with Syncs woken", remote, code, reply)
+		}
 	}
 	// A second's worth of tokens later, the first address is served again.
 	f.now = f.now.Add(time.Second)
 	if code, _ := f.do(bad); code != http.StatusUnauthorized {
 		t.Errorf("a second later: status %d, want 401 (served, refused for its signature)", code)
+	}
+
+	// Authenticated deliveries have their own limit per address, checked
+	// before the body is read.
+	f = newFixture(t, map[string]string{GitHub: "s3cret"})
+	good := signed(GitHub, "s3cret", readPayload(t, "github-push.json"), "")
+	good.remote = "192.0.2.3:5000"
+	refused = 0
+	for range limits.PerAddressBurst + 3 {
+		if code, _ := f.do(good); code == http.StatusTooManyRequests {
+			refused++
+		}
+	}
+	if refused != 3 {
+		t.Errorf("%d of %d pushes from one address refused with 429, want 3", refused, limits.PerAddressBurst+3)
 	}
 
 	// Many addresses together hit the global limit.

@@ -23,14 +23,8 @@ import (
 // absolute path has the key "file://" and the cleaned path, case kept. ok
 // is false for an address that names no repository (see Protocol).
 func RepositoryKey(raw string) (key string, ok bool) {
-	protocol, err := Protocol(raw)
-	if err != nil {
-		return "", false
-	}
-	var host, port, p string
-	switch {
-	case protocol == ProtocolFile:
-		p = raw
+	if protocol, err := Protocol(raw); err == nil && protocol == ProtocolFile {
+		p := raw
 		if hasScheme.MatchString(raw) {
 			u, err := url.Parse(raw)
 			if err != nil {
@@ -39,21 +33,47 @@ func RepositoryKey(raw string) (key string, ok bool) {
 			p = u.Path
 		}
 		return "file://" + path.Clean("/"+p), true
-	case hasScheme.MatchString(raw):
+	}
+	host, p, ok := RepositoryAddress(raw)
+	if !ok {
+		return "", false
+	}
+	return host + "/" + strings.ToLower(p), true
+}
+
+// RepositoryAddress splits a network address of a repository into the
+// host of RepositoryKey (lower-cased, with its port unless the scheme's
+// default) and the path with its case kept, without leading or trailing
+// "/" and without a trailing ".git": git@github.com:Org/Fleet.git gives
+// "github.com" and "Org/Fleet". The user (which may be a token) is left
+// out. ok is false for a file:// URL or an address that names no
+// repository.
+func RepositoryAddress(raw string) (host, repoPath string, ok bool) {
+	protocol, err := Protocol(raw)
+	if err != nil || protocol == ProtocolFile {
+		return "", "", false
+	}
+	var port, p string
+	if hasScheme.MatchString(raw) {
 		u, err := url.Parse(raw)
 		if err != nil {
-			return "", false
+			return "", "", false
 		}
 		host, port, p = u.Hostname(), u.Port(), u.Path
-	default:
+	} else {
 		m := scpLike.FindStringSubmatch(raw)
+		if m == nil {
+			return "", "", false
+		}
 		host, port, p = m[2], m[3], m[4]
 	}
-	p = strings.ToLower(strings.Trim(path.Clean("/"+p), "/"))
-	p = strings.TrimSuffix(p, ".git")
+	p = strings.Trim(path.Clean("/"+p), "/")
+	if strings.HasSuffix(strings.ToLower(p), ".git") {
+		p = p[:len(p)-len(".git")]
+	}
 	p = strings.Trim(p, "/")
 	if host == "" || p == "" {
-		return "", false
+		return "", "", false
 	}
 	host = strings.ToLower(host)
 	if strings.Contains(host, ":") {
@@ -62,7 +82,7 @@ func RepositoryKey(raw string) (key string, ok bool) {
 	if port != "" && port != defaultPorts[protocol] {
 		host += ":" + port
 	}
-	return host + "/" + p, true
+	return host, p, true
 }
 
 // defaultPorts are the ports an address without one uses.
