@@ -52,6 +52,9 @@ type agentOptions struct {
 	insecureHost bool
 
 	leaderElect    bool
+	leaseDuration  time.Duration
+	renewDeadline  time.Duration
+	retryPeriod    time.Duration
 	metricsAddr    string
 	probeAddr      string
 	logFormat      string
@@ -124,6 +127,9 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.syncServiceAccount, "sync-service-account", "", "ServiceAccount in the agent's namespace the root Sync acts as (its spec.serviceAccountName); empty: the agent's own identity")
 	f.BoolVar(&o.insecureHost, "git-insecure-skip-host-key-check", false, "accept any SSH host key for the root Sync (not recommended)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among agent replicas; on by default when running in a cluster (set --leader-elect=false to turn it off there), off elsewhere")
+	f.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits, after the leader last renewed the Lease, before it takes over: a killed leader's Syncs and drift reverts stop for about this long")
+	f.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew the Lease before it gives up leading (and exits); less than --leader-elect-lease-duration")
+	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often the leader renews the Lease and a standby tries to take it")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -209,6 +215,10 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if !o.leaderElectOn {
 		o.leaderElect = inCluster
 	}
+	if o.leaderElect && (o.renewDeadline >= o.leaseDuration || o.retryPeriod >= o.renewDeadline || o.retryPeriod <= 0) {
+		return fmt.Errorf("leader election timings %s lease, %s renew deadline, %s retry period: want retry period < renew deadline < lease duration (--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period)",
+			o.leaseDuration, o.renewDeadline, o.retryPeriod)
+	}
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
@@ -237,6 +247,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		LeaderElectionID:              "driftless-agent",
 		LeaderElectionNamespace:       o.namespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.leaseDuration,
+		RenewDeadline:                 &o.renewDeadline,
+		RetryPeriod:                   &o.retryPeriod,
 		// Syncs, ImagePolicies, and the metadata of managed objects (by
 		// label) for drift watches: nothing unmanaged is cached.
 		Cache: imagecontroller.CacheOptions(controller.CacheOptions()),
@@ -306,7 +319,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return err
 	}
 	ctrl.Log.Info("driftless agent starting", "version", version, "apiServer", cfg.Host, "namespace", o.namespace,
-		"leaderElection", o.leaderElect, "dryRun", o.dryRun)
+		"leaderElection", o.leaderElect, "leaseDuration", o.leaseDuration, "dryRun", o.dryRun)
 	return mgr.Start(ctx)
 }
 
