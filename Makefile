@@ -30,8 +30,8 @@ sops: ## build the reference sops CLI into bin/tools/sops (cached), for the inte
 test: controlplane sops ## run every test, unit and against a real control plane
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-reliability: controlplane ## run the whole reliability suite (bad-input corpus, agent killed mid-sync, API server and etcd crashes with 30 s outages, force-push); COUNT=n repeats it; docs/reliability.md
-	RELIABILITY_FULL=1 $(GO) test -race -count=$(or $(COUNT),1) -timeout 60m -v ./internal/reliability/
+reliability: controlplane ## run the whole reliability suite (bad-input corpus, agent killed mid-sync, API server and etcd crashes with 30 s outages, git down 5 minutes, two agents, force-push); COUNT=n repeats it; docs/reliability.md
+	RELIABILITY_FULL=1 RELIABILITY_GIT_OUTAGE=5m $(GO) test -race -count=$(or $(COUNT),1) -timeout 60m -v ./internal/reliability/
 
 FUZZTIME ?= 30s
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s; their seed corpora also run in make test); docs/reliability.md
