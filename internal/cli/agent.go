@@ -178,6 +178,10 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 			return fmt.Errorf("--webhook-trusted-proxies %q: write CIDRs such as 10.0.0.0/8,fd00::/8: %w", p, err)
 		}
 	}
+	if o.retryPeriod <= 0 || o.retryPeriod >= o.renewDeadline || o.renewDeadline >= o.leaseDuration {
+		return fmt.Errorf("leader election: --leader-elect-retry-period %s, --leader-elect-renew-deadline %s, --leader-elect-lease-duration %s: each must be shorter than the next",
+			o.retryPeriod, o.renewDeadline, o.leaseDuration)
+	}
 	if o.webhookAddr != "" && o.webhookSecret == "" {
 		return fmt.Errorf("--webhook-bind-address needs --webhook-secret: name the Secret in the agent's namespace that holds the webhook secrets (docs/webhooks.md)")
 	}
@@ -214,10 +218,6 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	if !o.leaderElectOn {
 		o.leaderElect = inCluster
-	}
-	if o.leaderElect && (o.renewDeadline >= o.leaseDuration || o.retryPeriod >= o.renewDeadline || o.retryPeriod <= 0) {
-		return fmt.Errorf("leader election timings %s lease, %s renew deadline, %s retry period: want retry period < renew deadline < lease duration (--leader-elect-lease-duration, --leader-elect-renew-deadline, --leader-elect-retry-period)",
-			o.leaseDuration, o.renewDeadline, o.retryPeriod)
 	}
 
 	scheme := runtime.NewScheme()
