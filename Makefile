@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/driftless/driftless/internal/cli.version=$(VERSION) \
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 export DRIFTLESS_K8S_BIN := $(CURDIR)/bin/k8s
 
-.PHONY: reliability fuzz help build generate controlplane sops examples test lint demo demo-images bench check-leftovers clean
+.PHONY: reliability soak fuzz help build generate controlplane sops examples test lint demo demo-images bench check-leftovers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -33,8 +33,12 @@ examples: ## download the public example repositories the tests sync (hack/examp
 test: controlplane sops examples ## run every test, unit and against a real control plane
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-reliability: controlplane ## run the whole reliability suite (bad-input corpus, agent killed mid-sync, API server and etcd crashes with 30 s outages, force-push); COUNT=n repeats it; docs/reliability.md
-	RELIABILITY_FULL=1 $(GO) test -race -count=$(or $(COUNT),1) -timeout 60m -v ./internal/reliability/
+reliability: controlplane ## run the whole reliability suite (bad-input corpus, agent killed mid-sync, API server and etcd crashes with 30 s outages, git down 5 minutes, two agents, force-push); COUNT=n repeats it; docs/reliability.md
+	RELIABILITY_FULL=1 RELIABILITY_GIT_OUTAGE=5m $(GO) test -race -count=$(or $(COUNT),1) -timeout 60m -v ./internal/reliability/
+
+SOAK ?= 30m
+soak: controlplane ## the soak: 5,000 objects over 100 Syncs, a commit every 10 s and a hand edit every second for SOAK (default 30m; SOAK=2m for a quick run); not in CI; docs/reliability.md
+	SOAK=$(SOAK) $(GO) test -count=1 -timeout 24h -run '^TestSoak$$' -v ./internal/reliability/
 
 FUZZTIME ?= 30s
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s; their seed corpora also run in make test); docs/reliability.md

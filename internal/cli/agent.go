@@ -52,6 +52,9 @@ type agentOptions struct {
 	insecureHost bool
 
 	leaderElect    bool
+	leaseDuration  time.Duration
+	renewDeadline  time.Duration
+	retryPeriod    time.Duration
 	metricsAddr    string
 	probeAddr      string
 	logFormat      string
@@ -130,6 +133,9 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.syncServiceAccount, "sync-service-account", "", "ServiceAccount in the agent's namespace the root Sync acts as (its spec.serviceAccountName); empty: the agent's own identity")
 	f.BoolVar(&o.insecureHost, "git-insecure-skip-host-key-check", false, "accept any SSH host key for the root Sync (not recommended)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader among agent replicas; on by default when running in a cluster (set --leader-elect=false to turn it off there), off elsewhere")
+	f.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits, after the leader last renewed the Lease, before it takes over: a killed leader's Syncs and drift reverts stop for about this long")
+	f.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew the Lease before it gives up leading (and exits); less than --leader-elect-lease-duration")
+	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often the leader renews the Lease and a standby tries to take it")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -178,6 +184,10 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		if _, err := netip.ParsePrefix(strings.TrimSpace(p)); err != nil {
 			return fmt.Errorf("--webhook-trusted-proxies %q: write CIDRs such as 10.0.0.0/8,fd00::/8: %w", p, err)
 		}
+	}
+	if o.retryPeriod <= 0 || o.retryPeriod >= o.renewDeadline || o.renewDeadline >= o.leaseDuration {
+		return fmt.Errorf("leader election: --leader-elect-retry-period %s, --leader-elect-renew-deadline %s, --leader-elect-lease-duration %s: each must be shorter than the next",
+			o.retryPeriod, o.renewDeadline, o.leaseDuration)
 	}
 	if o.webhookAddr != "" && o.webhookSecret == "" {
 		return fmt.Errorf("--webhook-bind-address needs --webhook-secret: name the Secret in the agent's namespace that holds the webhook secrets (docs/webhooks.md)")
@@ -248,6 +258,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		LeaderElectionID:              "driftless-agent",
 		LeaderElectionNamespace:       o.namespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.leaseDuration,
+		RenewDeadline:                 &o.renewDeadline,
+		RetryPeriod:                   &o.retryPeriod,
 		// Syncs, ImagePolicies, and the metadata of managed objects (by
 		// label) for drift watches: nothing unmanaged is cached.
 		Cache: imagecontroller.CacheOptions(controller.CacheOptions()),
@@ -321,7 +334,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return err
 	}
 	ctrl.Log.Info("driftless agent starting", "version", version, "apiServer", cfg.Host, "namespace", o.namespace,
-		"leaderElection", o.leaderElect, "dryRun", o.dryRun)
+		"leaderElection", o.leaderElect, "leaseDuration", o.leaseDuration, "dryRun", o.dryRun)
 	return mgr.Start(ctx)
 }
 

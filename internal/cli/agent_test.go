@@ -150,6 +150,18 @@ func TestAgentRefusesAnUnknownLogFormatBeforeConnecting(t *testing.T) {
 	}
 }
 
+func TestAgentRefusesLeaderElectionTimingsOutOfOrderBeforeConnecting(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := Execute([]string{"agent", "--leader-elect", "--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s",
+		"--kubeconfig", "/nonexistent/kubeconfig"}, &out, &errOut)
+	if code != 2 {
+		t.Errorf("exit code = %d, want 2", code)
+	}
+	if !strings.Contains(errOut.String(), "--leader-elect-renew-deadline 10s, --leader-elect-lease-duration 5s: each must be shorter than the next") {
+		t.Errorf("error does not name the flags and what to do: %q", errOut.String())
+	}
+}
+
 // runningAgent is `driftless agent` running in the test's process.
 type runningAgent struct {
 	t      *testing.T

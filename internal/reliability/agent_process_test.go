@@ -44,6 +44,17 @@ type agentProcess struct {
 // every test needs; its log goes to a file in the test's directory.
 func startAgentProcess(t *testing.T, namespace, cacheDir string) *agentProcess {
 	t.Helper()
+	return startAgentProcessAs(t, agentUser, namespace, cacheDir, "--leader-elect=false")
+}
+
+// startAgentProcessAs starts the agent binary as user (group
+// system:masters) with the flags every test needs and args.
+func startAgentProcessAs(t *testing.T, user, namespace, cacheDir string, args ...string) *agentProcess {
+	t.Helper()
+	kubeconfig, err := env.UserKubeconfig(user, "system:masters")
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin, err := driftlessBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -54,14 +65,13 @@ func startAgentProcess(t *testing.T, namespace, cacheDir string) *agentProcess {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(bin, "agent",
-		"--kubeconfig", agentKubeconfig(t),
+	cmd := exec.Command(bin, append([]string{"agent",
+		"--kubeconfig", kubeconfig,
 		"--namespace", namespace, // the test's Syncs act as the agent
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0",
-		"--leader-elect=false",
 		"--cache-dir", cacheDir,
-	)
+	}, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := testenv.StartTied(cmd); err != nil {
 		t.Fatal(err)

@@ -35,6 +35,8 @@ type corpusCase struct {
 	// Message lists substrings of the Ready message: the location (file,
 	// line or document, object) and what is wrong.
 	Message []string `json:"message"`
+	// Never lists substrings the message must not hold: Secret values.
+	Never []string `json:"never"`
 	// Delete lists files of the base that the commit deletes.
 	Delete []string `json:"delete"`
 	// Generate writes files too large or too repetitive to keep.
@@ -46,6 +48,12 @@ type corpusCase struct {
 	// Objects lists, for an accepted case, ConfigMaps ("ConfigMap/name")
 	// the commit must have created.
 	Objects []string `json:"objects"`
+	// Encrypt encrypts files of the case with SOPS before they are
+	// committed.
+	Encrypt []encryptedFile `json:"encrypt"`
+	// WithoutDecryption runs the case with the Sync's spec.decryption
+	// removed.
+	WithoutDecryption bool `json:"withoutDecryption"`
 
 	files map[string]string
 }
@@ -61,7 +69,21 @@ type generated struct {
 	Files  int    `json:"files"`
 }
 
+// encryptedFile is a file of a case that the runner encrypts with
+// internal/secrets (data and stringData only) for the Sync's key, or for
+// another key with For "other"; Tamper replaces Tamper[0] with Tamper[1]
+// in the encrypted file.
+type encryptedFile struct {
+	Path   string   `json:"path"`
+	For    string   `json:"for"`
+	Tamper []string `json:"tamper"`
+}
+
 const corpusDir = "testdata/corpus"
+
+// chartRepoURL in a case's file stands for the address of the loopback
+// chart repository that serves testdata/corpus/_charts.
+const chartRepoURL = "@CHART_REPO@"
 
 // readTree returns the files under dir, by slash path relative to it.
 func readTree(t *testing.T, dir string) map[string]string {
@@ -220,8 +242,11 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 	srv := testenv.NewGitServer(t)
 	r := &corpusRun{t: t, ns: ns, repo: srv.NewRepo(t, "corpus"), base: readTree(t, filepath.Join(corpusDir, "_base"))}
 	good := r.commit(t, "the last good revision", nil, nil)
+	in := newCorpusInputs(t, ns)
+	decryption := &v1alpha1.Decryption{Provider: "sops", SecretRef: &v1alpha1.LocalObjectReference{Name: keySecretName}}
 	r.key = newSync(t, ns, "corpus", r.repo.FileURL(), func(s *v1alpha1.Sync) {
 		s.Spec.Substitute = map[string]string{"cluster": "test"}
+		s.Spec.Decryption = decryption
 	})
 	startInProcessAgent(t, ns,
 		// Small budgets, so that the over-budget cases stay small.
@@ -242,8 +267,19 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 			start := time.Now()
 			res := corpusResult{name: cc.Name, outcome: cc.Outcome}
 			defer func() { res.took = time.Since(start); results = append(results, res) }()
+			if cc.WithoutDecryption {
+				setDecryption(t, r.key, nil)
+				defer func() {
+					// With the key back, the case's commit would decrypt
+					// and apply: go back to the good revision first.
+					good = r.commit(t, "back to good after "+cc.Name, nil, nil)
+					eventually(t, time.Minute, "the good revision is applied again", appliedAt(r.key, good))
+					setDecryption(t, r.key, decryption)
+					goodState = r.state(t)
+				}()
+			}
 			from := mark(t)
-			rev := r.commit(t, "case "+cc.Name, cc.files, cc.Delete)
+			rev := r.commit(t, "case "+cc.Name, in.files(t, cc), cc.Delete)
 			if cc.Outcome == "accepted" {
 				eventually(t, time.Minute, "case "+cc.Name+" is applied", appliedAt(r.key, rev))
 				now := r.state(t)
@@ -270,6 +306,11 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 			for _, want := range cc.Message {
 				if !strings.Contains(ready.Message, want) {
 					t.Errorf("Ready message lacks %q:\n%s", want, ready.Message)
+				}
+			}
+			for _, secret := range cc.Never {
+				if strings.Contains(ready.Message, secret) {
+					t.Errorf("Ready message gives away %q:\n%s", secret, ready.Message)
 				}
 			}
 			if bad := forbiddenWrites(t, from, to); len(bad) > 0 {
@@ -299,4 +340,17 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 	}
 	t.Logf("corpus: %d cases, %d refused, %d accepted, objects written by refused commits: %d, in %s",
 		len(results), refused, accepted, forbidden, time.Since(started).Round(time.Second))
+}
+
+// setDecryption sets the Sync's spec.decryption, as its owner would.
+func setDecryption(t *testing.T, key client.ObjectKey, d *v1alpha1.Decryption) {
+	t.Helper()
+	s, err := getSync(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.Decryption = d
+	if err := c.Update(context.Background(), s); err != nil {
+		t.Fatalf("set spec.decryption of Sync %s: %v", key, err)
+	}
 }
