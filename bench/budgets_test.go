@@ -29,6 +29,12 @@ const (
 	// revertRequests bounds one drift revert: the apply that puts the
 	// object back, the incident in the Sync's status and an event.
 	revertRequests = 8
+	// revertSyncBytes bounds the bytes one drift revert sends and
+	// receives about the Sync (syncs, syncs/status): the incident, as a
+	// patch of status.drift and the conditions, and the Sync's metadata
+	// back. A copy of the Sync, whose status holds the inventory, takes
+	// more than this already at 100 objects, and grows with them.
+	revertSyncBytes = 8 << 10
 )
 
 // TestRequestBudgets runs the bench's phases at a small size against the
@@ -117,5 +123,9 @@ func TestRequestBudgets(t *testing.T) {
 	if d.RequestsPerRevert > revertRequests {
 		t.Errorf("a drift revert made %.1f requests, over the budget of %d: %s", d.RequestsPerRevert, revertRequests, d.Requests.ByVerb)
 	}
-	t.Logf("drift revert: %.1f requests each (%s)", d.RequestsPerRevert, d.Requests.ByVerb)
+	if d.SyncBytesPerRevert > revertSyncBytes {
+		t.Errorf("a drift revert sent and received %.0f bytes about the Sync, over the budget of %d: an incident's write must not carry the inventory",
+			d.SyncBytesPerRevert, revertSyncBytes)
+	}
+	t.Logf("drift revert: %.1f requests each (%s), %.0f bytes about the Sync", d.RequestsPerRevert, d.Requests.ByVerb, d.SyncBytesPerRevert)
 }

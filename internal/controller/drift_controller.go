@@ -2,14 +2,18 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -140,7 +144,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "Revert", "%s: not reverted: %s", step.ID, truncate(forbidden.Error()))
 		inc := v1alpha1.DriftIncident{Time: metav1.NewTime(r.now()), Object: step.ID.String(), Origin: obj.Origin.Path,
 			Action: v1alpha1.DriftReported, Message: truncate("not reverted: " + forbidden.Error())}
-		return ctrl.Result{}, r.recordIncident(ctx, req, inc)
+		return ctrl.Result{}, r.recordIncident(ctx, &s, inc)
 	}
 	if err != nil {
 		logger.Error(err, "drift check failed")
@@ -188,7 +192,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		r.Recorder.Eventf(regarding, nil, eventType, reason, "Revert", "%s", incident.Message)
 	}
 	r.Recorder.Eventf(&s, nil, eventType, reason, "Revert", "%s: %s", step.ID, incident.Message)
-	if err := r.recordIncident(ctx, req, incident); err != nil {
+	if err := r.recordIncident(ctx, &s, incident); err != nil {
 		return ctrl.Result{}, err
 	}
 	if action == v1alpha1.DriftPaused {
@@ -250,33 +254,88 @@ func incidentOf(now time.Time, step plan.Step, originPath string, action v1alpha
 // recordIncident adds the incident to the Sync's status.drift and sets
 // the Drifted condition when the drift stays, dropping the oldest
 // incidents and sync records beyond drift.StatusBudget.
-func (r *DriftReconciler) recordIncident(ctx context.Context, req drift.Request, inc v1alpha1.DriftIncident) error {
+//
+// s is the Sync as the check read it from the cache. The write is a merge
+// patch of only the fields it changes, on the status subresource, with
+// s's resourceVersion as an optimistic lock, and it reads back only the
+// Sync's metadata: its cost does not grow with the inventory in the same
+// status. A sync that wrote the status in between makes it conflict; it
+// then reads the Sync from the API server and tries again.
+func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, inc v1alpha1.DriftIncident) error {
+	cur := s
+	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var s v1alpha1.Sync
-		if err := r.Reader.Get(ctx, req.Sync, &s); err != nil {
-			return client.IgnoreNotFound(err)
+		if !first {
+			var fresh v1alpha1.Sync
+			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), &fresh); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			cur = &fresh
 		}
-		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		s.Status.Drift = append([]v1alpha1.DriftIncident{inc}, s.Status.Drift...)
-		if len(s.Status.Drift) > v1alpha1.MaxDrift {
-			s.Status.Drift = s.Status.Drift[:v1alpha1.MaxDrift]
+		first = false
+		body, err := incidentPatch(cur, inc)
+		if err != nil {
+			return err
 		}
-		if inc.Action != v1alpha1.DriftReverted {
-			meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
-				Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
-				Reason: v1alpha1.ReasonDriftDetected, Message: inc.Object + ": " + inc.Message,
-			})
-		} else if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionDrifted); c != nil &&
-			c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, inc.Object+": ") {
-			// The object that was left drifted is back to git.
-			meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
-				Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, ObservedGeneration: s.Generation,
-				Reason: v1alpha1.ReasonInSync, Message: inc.Object + " is back to git",
-			})
-		}
-		// Older incidents and records go first, so that this write and
-		// later ones stay within etcd's request limit.
-		drift.FitStatus(&s.Status, drift.StatusBudget)
-		return r.Client.Status().Patch(ctx, &s, patch)
+		target := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Sync"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: cur.Namespace, Name: cur.Name}}
+		return client.IgnoreNotFound(r.Client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, body)))
 	})
+}
+
+// incidentPatch is the JSON merge patch that records inc in s's status:
+// status.drift with inc first, the conditions and the sync history when
+// they change, and s's resourceVersion as an optimistic lock. It never
+// holds the inventory, so its size is bounded by drift.StatusBudget
+// whatever the Sync manages.
+func incidentPatch(s *v1alpha1.Sync, inc v1alpha1.DriftIncident) ([]byte, error) {
+	// The status without its inventory, with slices of its own: nothing
+	// here writes into s, which may be shared.
+	st := v1alpha1.SyncStatus{
+		Conditions: slices.Clone(s.Status.Conditions),
+		History:    slices.Clone(s.Status.History),
+		Drift:      append([]v1alpha1.DriftIncident{inc}, s.Status.Drift...),
+	}
+	if len(st.Drift) > v1alpha1.MaxDrift {
+		st.Drift = st.Drift[:v1alpha1.MaxDrift]
+	}
+	if inc.Action != v1alpha1.DriftReverted {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
+			Reason: v1alpha1.ReasonDriftDetected, Message: inc.Object + ": " + inc.Message,
+		})
+	} else if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDrifted); c != nil &&
+		c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, inc.Object+": ") {
+		// The object that was left drifted is back to git.
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, ObservedGeneration: s.Generation,
+			Reason: v1alpha1.ReasonInSync, Message: inc.Object + " is back to git",
+		})
+	}
+	// Older incidents and records go first, so that this write and
+	// later ones stay within etcd's request limit.
+	drift.FitStatus(&st, drift.StatusBudget)
+
+	// A merge patch replaces a list whole: each list is sent in full or
+	// not at all.
+	type statusFields struct {
+		Conditions []metav1.Condition       `json:"conditions,omitempty"`
+		History    []v1alpha1.SyncRecord    `json:"history,omitempty"`
+		Drift      []v1alpha1.DriftIncident `json:"drift"`
+	}
+	var patch struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+		Status statusFields `json:"status"`
+	}
+	patch.Metadata.ResourceVersion = s.ResourceVersion
+	patch.Status.Drift = st.Drift
+	if !equality.Semantic.DeepEqual(st.Conditions, s.Status.Conditions) {
+		patch.Status.Conditions = st.Conditions
+	}
+	if !equality.Semantic.DeepEqual(st.History, s.Status.History) {
+		patch.Status.History = st.History
+	}
+	return json.Marshal(patch)
 }
