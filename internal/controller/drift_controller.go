@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -61,6 +63,9 @@ type DriftReconciler struct {
 	History *drift.History
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	writersMu sync.Mutex
+	writers   map[types.NamespacedName]*incidentWriter
 }
 
 func (r *DriftReconciler) now() time.Time {
@@ -75,6 +80,9 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	logger := log.FromContext(ctx).WithValues("sync", req.Sync, "object", req.ID().String())
 	var s v1alpha1.Sync
 	if err := r.Client.Get(ctx, req.Sync, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetIncidents(req.Sync)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if s.Spec.Suspend || !s.DeletionTimestamp.IsZero() {
@@ -255,14 +263,24 @@ func incidentOf(now time.Time, step plan.Step, originPath string, action v1alpha
 // the Drifted condition when the drift stays, dropping the oldest
 // incidents and sync records beyond drift.StatusBudget.
 //
-// s is the Sync as the check read it from the cache. The write is a merge
-// patch of only the fields it changes, on the status subresource, with
-// s's resourceVersion as an optimistic lock, and it reads back only the
-// Sync's metadata: its cost does not grow with the inventory in the same
-// status. A sync that wrote the status in between makes it conflict; it
-// then reads the Sync from the API server and tries again.
+// The write is a merge patch of only the fields it changes, on the status
+// subresource, with a resourceVersion as an optimistic lock, and it reads
+// back only the Sync's metadata: its cost does not grow with the
+// inventory in the same status. Incidents of one Sync are written one at
+// a time, each from the status the previous one left (or, for the first,
+// s as the check read it from the cache), so that a burst of them does
+// not wait for the cache to see each write. A sync that wrote the status
+// in between makes the patch conflict; it then reads the Sync from the
+// API server and tries again.
 func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, inc v1alpha1.DriftIncident) error {
+	w := r.incidentWriter(client.ObjectKeyFromObject(s))
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	cur := s
+	if w.last != nil && w.last.UID == s.UID {
+		cur = w.last
+	}
+	w.last = nil // set again once a write succeeds
 	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
@@ -273,22 +291,61 @@ func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, 
 			cur = &fresh
 		}
 		first = false
-		body, err := incidentPatch(cur, inc)
+		next, body, err := incidentPatch(cur, inc)
 		if err != nil {
 			return err
 		}
 		target := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Sync"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: cur.Namespace, Name: cur.Name}}
-		return client.IgnoreNotFound(r.Client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, body)))
+		if err := r.Client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		// Under the lock, the status is now what the patch made of cur's.
+		w.last = &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: cur.Namespace, Name: cur.Name, UID: cur.UID,
+			Generation: cur.Generation, ResourceVersion: target.ResourceVersion}, Status: next}
+		return nil
 	})
+}
+
+// incidentWriter is the one writer of key's incidents.
+func (r *DriftReconciler) incidentWriter(key types.NamespacedName) *incidentWriter {
+	r.writersMu.Lock()
+	defer r.writersMu.Unlock()
+	if r.writers == nil {
+		r.writers = map[types.NamespacedName]*incidentWriter{}
+	}
+	w, ok := r.writers[key]
+	if !ok {
+		w = &incidentWriter{}
+		r.writers[key] = w
+	}
+	return w
+}
+
+// forgetIncidents drops what the writer of key's incidents knows, for a
+// Sync that is gone.
+func (r *DriftReconciler) forgetIncidents(key types.NamespacedName) {
+	r.writersMu.Lock()
+	defer r.writersMu.Unlock()
+	delete(r.writers, key)
+}
+
+// incidentWriter writes one Sync's incidents one at a time.
+type incidentWriter struct {
+	mu sync.Mutex
+	// last is the Sync as the last incident write left it: its
+	// resourceVersion then, and its status without the inventory. Nil
+	// before the first write and after a failed one.
+	last *v1alpha1.Sync
 }
 
 // incidentPatch is the JSON merge patch that records inc in s's status:
 // status.drift with inc first, the conditions and the sync history when
 // they change, and s's resourceVersion as an optimistic lock. It never
 // holds the inventory, so its size is bounded by drift.StatusBudget
-// whatever the Sync manages.
-func incidentPatch(s *v1alpha1.Sync, inc v1alpha1.DriftIncident) ([]byte, error) {
+// whatever the Sync manages. next is s's status once patched, without
+// the inventory.
+func incidentPatch(s *v1alpha1.Sync, inc v1alpha1.DriftIncident) (next v1alpha1.SyncStatus, patch []byte, err error) {
 	// The status without its inventory, with slices of its own: nothing
 	// here writes into s, which may be shared.
 	st := v1alpha1.SyncStatus{
@@ -323,19 +380,20 @@ func incidentPatch(s *v1alpha1.Sync, inc v1alpha1.DriftIncident) ([]byte, error)
 		History    []v1alpha1.SyncRecord    `json:"history,omitempty"`
 		Drift      []v1alpha1.DriftIncident `json:"drift"`
 	}
-	var patch struct {
+	var body struct {
 		Metadata struct {
 			ResourceVersion string `json:"resourceVersion"`
 		} `json:"metadata"`
 		Status statusFields `json:"status"`
 	}
-	patch.Metadata.ResourceVersion = s.ResourceVersion
-	patch.Status.Drift = st.Drift
+	body.Metadata.ResourceVersion = s.ResourceVersion
+	body.Status.Drift = st.Drift
 	if !equality.Semantic.DeepEqual(st.Conditions, s.Status.Conditions) {
-		patch.Status.Conditions = st.Conditions
+		body.Status.Conditions = st.Conditions
 	}
 	if !equality.Semantic.DeepEqual(st.History, s.Status.History) {
-		patch.Status.History = st.History
+		body.Status.History = st.History
 	}
-	return json.Marshal(patch)
+	patch, err = json.Marshal(body)
+	return st, patch, err
 }

@@ -50,7 +50,7 @@ func TestAnIncidentIsRecordedWithAPatchThatDoesNotGrowWithTheInventory(t *testin
 			var sizes []int
 			for _, objects := range []int{100, 10000} {
 				s := syncManaging(objects)
-				body, err := incidentPatch(s, tc.inc)
+				next, body, err := incidentPatch(s, tc.inc)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -79,6 +79,9 @@ func TestAnIncidentIsRecordedWithAPatchThatDoesNotGrowWithTheInventory(t *testin
 						!meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) {
 						t.Errorf("%d objects: conditions %+v, want Ready kept and Drifted %t", objects, got.Status.Conditions, tc.drifted)
 					}
+				}
+				if len(next.Drift) != 2 || next.Inventory != nil || len(next.Conditions) != 2 {
+					t.Errorf("%d objects: the status once patched is %+v, want two incidents, no inventory and two conditions", objects, next)
 				}
 				if len(s.Status.Drift) != 1 || len(s.Status.Conditions) != 2 || s.Status.Conditions[1].Status != metav1.ConditionFalse {
 					t.Errorf("%d objects: the Sync read was changed: %+v", objects, s.Status)
