@@ -124,11 +124,11 @@ func CompactMetadata(obj any) (any, error) {
 		return obj, nil
 	}
 	for i, e := range m.ManagedFields {
-		if e.FieldsV1 == nil || bytes.HasPrefix(e.FieldsV1.Raw, []byte(digestPrefix)) {
+		if e.FieldsV1 == nil || bytes.HasPrefix(e.FieldsV1.GetRawBytes(), []byte(digestPrefix)) {
 			continue
 		}
-		sum := sha256.Sum256(e.FieldsV1.Raw)
-		m.ManagedFields[i].FieldsV1 = &metav1.FieldsV1{Raw: []byte(digestPrefix + hex.EncodeToString(sum[:16]) + `"`)}
+		sum := sha256.Sum256(e.FieldsV1.GetRawBytes())
+		m.ManagedFields[i].FieldsV1 = metav1.NewFieldsV1(digestPrefix + hex.EncodeToString(sum[:16]) + `"`)
 	}
 	return m, nil
 }

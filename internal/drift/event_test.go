@@ -72,8 +72,8 @@ func compacted(t *testing.T, entries []metav1.ManagedFieldsEntry) []metav1.Manag
 		m = out.(*metav1.PartialObjectMetadata)
 	}
 	for i, e := range m.ManagedFields {
-		if e.FieldsV1 != nil && len(e.FieldsV1.Raw) > len(digestPrefix)+33 {
-			t.Fatalf("entry %d keeps %d bytes of fields, want a digest", i, len(e.FieldsV1.Raw))
+		if e.FieldsV1 != nil && len(e.FieldsV1.GetRawBytes()) > len(digestPrefix)+33 {
+			t.Fatalf("entry %d keeps %d bytes of fields, want a digest", i, len(e.FieldsV1.GetRawBytes()))
 		}
 	}
 	return m.ManagedFields
