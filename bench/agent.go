@@ -103,7 +103,7 @@ type agent struct {
 // startAgent starts an agent and waits until its caches are synced. With
 // webhooks, it also serves the webhook receiver on a loopback port, as
 // --webhook-bind-address and --webhook-secret=driftless-webhooks would.
-func startAgent(ctx context.Context, base *rest.Config, limits clientLimits, webhooks bool, logs io.Writer) (*agent, error) {
+func startAgent(ctx context.Context, base *rest.Config, limits clientLimits, concurrent int, webhooks bool, logs io.Writer) (*agent, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = limits.qps, limits.burst
 	if limits.unthrottle {
@@ -128,6 +128,9 @@ func startAgent(ctx context.Context, base *rest.Config, limits clientLimits, web
 	}
 	opts := controller.DefaultOptions()
 	opts.CacheDir = dir
+	if concurrent > 0 {
+		opts.Concurrency = concurrent
+	}
 	var wake chan event.TypedGenericEvent[*v1alpha1.Sync]
 	if webhooks {
 		wake = make(chan event.TypedGenericEvent[*v1alpha1.Sync])

@@ -29,6 +29,19 @@ const (
 	// revertRequests bounds one drift revert: the apply that puts the
 	// object back, the incident in the Sync's status and an event.
 	revertRequests = 8
+	// revertSyncBytes bounds the bytes one drift revert sends and
+	// receives about the Sync (syncs, syncs/status): the incident, as a
+	// patch of status.drift and the conditions, and the Sync's metadata
+	// back. A copy of the Sync, whose status holds the inventory, takes
+	// more than this already at 100 objects, and grows with them.
+	revertSyncBytes = 8 << 10
+	// fleetPerSync and fleetConstant bound the first syncs of a fleet of
+	// one-app Syncs (4 objects each, in Namespaces that exist): per
+	// Sync, a dry run and an apply per object, its finalizer, the
+	// write-ahead inventory, its status and an event; the constant is
+	// discovery and the watches.
+	fleetPerSync  = 12
+	fleetConstant = 20
 )
 
 // TestRequestBudgets runs the bench's phases at a small size against the
@@ -117,5 +130,34 @@ func TestRequestBudgets(t *testing.T) {
 	if d.RequestsPerRevert > revertRequests {
 		t.Errorf("a drift revert made %.1f requests, over the budget of %d: %s", d.RequestsPerRevert, revertRequests, d.Requests.ByVerb)
 	}
-	t.Logf("drift revert: %.1f requests each (%s)", d.RequestsPerRevert, d.Requests.ByVerb)
+	if d.SyncBytesPerRevert > revertSyncBytes {
+		t.Errorf("a drift revert sent and received %.0f bytes about the Sync, over the budget of %d: an incident's write must not carry the inventory",
+			d.SyncBytesPerRevert, revertSyncBytes)
+	}
+	t.Logf("drift revert: %.1f requests each (%s), %.0f bytes about the Sync", d.RequestsPerRevert, d.Requests.ByVerb, d.SyncBytesPerRevert)
+}
+
+// TestFleetRequestBudget runs the bench's fleet case with 20 Syncs and
+// checks the requests of their first syncs against the budget above.
+func TestFleetRequestBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	o := options{repeats: 1, changeRepeats: 1}
+	var err error
+	if o.limits, err = parseLimits("agent"); err != nil {
+		t.Fatal(err)
+	}
+	const syncs = 20
+	f, err := runFleet(ctx, o, syncs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, limit := f.Requests.Total, fleetPerSync*syncs+fleetConstant; got > limit {
+		t.Errorf("the first syncs of %d Syncs made %d requests, over the budget of %d (%d per Sync + %d): %s",
+			syncs, got, limit, fleetPerSync, fleetConstant, f.Requests.Detail)
+	}
+	t.Logf("the first syncs of %d Syncs: %d requests (%s)", syncs, f.Requests.Total, f.Requests.Detail)
 }

@@ -17,7 +17,11 @@ type drift struct {
 	// RequestsPerRevert is driftless's own requests per edit.
 	RequestsPerRevert float64        `json:"driftless_requests_per_revert"`
 	Requests          requestSummary `json:"driftless_requests"`
-	CPU               float64        `json:"cpu_s"`
+	// SyncBytesPerRevert is what driftless sent and received about the
+	// Sync itself (syncs, syncs/status) per edit: recording an incident
+	// must not cost a copy of an inventory-sized status.
+	SyncBytesPerRevert float64 `json:"driftless_sync_bytes_per_revert"`
+	CPU                float64 `json:"cpu_s"`
 	// WallProfile covers the edits, with -profile.
 	WallProfile *wallProfile `json:"wall_profile,omitempty"`
 }
@@ -41,6 +45,7 @@ func (b *bench) drift(ctx context.Context, l *live, r *drift) error {
 		}
 	}
 	reqBefore, _ := l.agent.requests.snapshot()
+	syncBytesBefore := l.agent.requests.bytesOf("syncs", "syncs/status")
 	cpuBefore := readCPU()
 	var latencies []time.Duration
 	for i := 0; i < b.o.edits; i++ {
@@ -66,9 +71,10 @@ func (b *bench) drift(ctx context.Context, l *live, r *drift) error {
 	reqs := reqAfter.minus(reqBefore)
 	r.Requests = summarize(reqs)
 	r.RequestsPerRevert = float64(reqs.total()) / float64(b.o.edits)
+	r.SyncBytesPerRevert = float64(l.agent.requests.bytesOf("syncs", "syncs/status")-syncBytesBefore) / float64(b.o.edits)
 	r.Latency = distributionOf(latencies)
-	step("drift revert over %d edits: p50 %.0f ms, p90 %.0f ms, p99 %.0f ms; %.1f requests per revert",
-		r.Latency.N, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.RequestsPerRevert)
+	step("drift revert over %d edits: p50 %.0f ms, p90 %.0f ms, p99 %.0f ms; %.1f requests and %.1f KiB about the Sync per revert (%s)",
+		r.Latency.N, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.RequestsPerRevert, r.SyncBytesPerRevert/1024, reqs.detailed())
 	return nil
 }
 

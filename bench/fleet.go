@@ -80,7 +80,7 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := startAgent(ctx, env.Config, o.limits, true, io.Discard)
+	a, err := startAgent(ctx, env.Config, o.limits, o.concurrent, true, io.Discard)
 	if err != nil {
 		return nil, err
 	}

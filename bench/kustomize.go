@@ -69,7 +69,7 @@ func runOverlays(ctx context.Context, o options, apps int) (_ *overlays, err err
 	if err != nil {
 		return nil, err
 	}
-	a, err := startAgent(ctx, env.Config, o.limits, false, io.Discard)
+	a, err := startAgent(ctx, env.Config, o.limits, o.concurrent, false, io.Discard)
 	if err != nil {
 		return nil, err
 	}

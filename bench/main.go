@@ -40,6 +40,8 @@ type options struct {
 	profileDir      string
 	// limits are the timed agent's client-side rate limits.
 	limits clientLimits
+	// concurrent is the agent's --concurrent; 0 leaves its default.
+	concurrent int
 	// syncTimeout is the Syncs' spec.timeout; 0 leaves the default.
 	syncTimeout time.Duration
 	// syncs is the fleet case's number of one-app Syncs; 0 skips it.
@@ -69,6 +71,7 @@ func main() {
 	fs.DurationVar(&o.syncTimeout, "sync-timeout", 0, "spec.timeout of the timed Syncs; 0 leaves the API's default (5m)")
 	fs.IntVar(&o.overlays, "overlays", 100, "Kustomize overlays of one base in one Sync, in the render cache case; 0 skips it")
 	fs.IntVar(&o.syncs, "syncs", 1000, "Syncs of 4 objects each, all reading one repository, in the fleet case; 0 skips it")
+	fs.IntVar(&o.concurrent, "concurrent", 0, "the agent's --concurrent (Syncs reconciled and drifted objects checked at the same time); 0 leaves its default")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -21,6 +22,9 @@ type requestCounter struct {
 	busy   time.Duration
 	// latency sums time in flight by verb and status code.
 	latency map[string]*latencyStat
+	// bytes sums the bodies sent and received by resource (watches
+	// left out): the work a request costs both ends, whatever the clock.
+	bytes map[string]int64
 }
 
 type latencyStat struct {
@@ -29,7 +33,7 @@ type latencyStat struct {
 }
 
 func newRequestCounter() *requestCounter {
-	return &requestCounter{counts: requestCounts{}, latency: map[string]*latencyStat{}}
+	return &requestCounter{counts: requestCounts{}, latency: map[string]*latencyStat{}, bytes: map[string]int64{}}
 }
 
 // wrap is a rest.Config WrapTransport.
@@ -46,6 +50,14 @@ func (c *requestCounter) wrap(next http.RoundTripper) http.RoundTripper {
 		c.mu.Lock()
 		c.counts[key]++
 		if key.Verb != "WATCH" {
+			c.bytes[key.Resource] += max(req.ContentLength, 0)
+			if resp != nil && resp.Body != nil {
+				resp.Body = &countingBody{ReadCloser: resp.Body, add: func(n int) {
+					c.mu.Lock()
+					c.bytes[key.Resource] += int64(n)
+					c.mu.Unlock()
+				}}
+			}
 			c.busy += took
 			l := c.latency[key.Verb+" "+code]
 			if l == nil {
@@ -58,6 +70,30 @@ func (c *requestCounter) wrap(next http.RoundTripper) http.RoundTripper {
 		c.mu.Unlock()
 		return resp, err
 	})
+}
+
+// countingBody reports the bytes read from a response body.
+type countingBody struct {
+	io.ReadCloser
+	add func(int)
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.add(n)
+	return n, err
+}
+
+// bytesOf returns the bytes sent and received so far for the resources
+// given.
+func (c *requestCounter) bytesOf(resources ...string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, r := range resources {
+		n += c.bytes[r]
+	}
+	return n
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -206,7 +206,7 @@ func (b *bench) driftlessFirstSync(ctx context.Context, prefix string, limits cl
 	if keep {
 		mem.Before = readMemory()
 	}
-	a, err := startAgent(ctx, b.env.Config, limits, keep, io.Discard)
+	a, err := startAgent(ctx, b.env.Config, limits, b.o.concurrent, keep, io.Discard)
 	if err != nil {
 		return nil, nil, err
 	}

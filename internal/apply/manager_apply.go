@@ -307,28 +307,58 @@ func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())
+	var dry *unstructured.Unstructured
 	if m.fresh[s.ID.Namespace] {
 		// Its Namespace was created by this apply a moment ago: nothing
 		// can be in it yet.
 		live = nil
 	} else {
+		// The dry run goes first: its answer tells whether the object
+		// exists (a dry-run create has no resourceVersion), so that a new
+		// object costs no read. An existing one is read for what only the
+		// object before the apply says: its owner, its annotations, and
+		// what changed.
+		dry = desired.DeepCopy()
+		dryErr := m.dryApply(ctx, dry)
+		if dryErr == nil && dry.GetResourceVersion() == "" {
+			return checked{step: s, action: Created, desired: desired, applied: dry}
+		}
 		err = m.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
 		switch {
+		case apierrors.IsNotFound(err) && dryErr != nil:
+			return checked{step: s, desired: desired, err: concise(dryErr)}
 		case apierrors.IsNotFound(err):
-			live = nil
+			live, dry = nil, nil // deleted since the dry run
 		case err != nil:
 			return checked{step: s, err: err}
+		case dryErr != nil:
+			// Dry-run again with the object read: an immutable field
+			// is told apart from other refusals then.
+			dry = nil
 		}
 	}
 	if live != nil {
-		desired = adoptIgnored(desired, live)
+		if adopted := adoptIgnored(desired, live); adopted != desired {
+			// Fields the cluster owns are kept as found: the object to
+			// validate is another one.
+			desired, dry = adopted, nil
+		}
 	}
-	r := m.check(ctx, s, desired, live)
+	r := m.check(ctx, s, desired, live, dry)
 	r.desired = desired
 	return r
 }
 
-func (m *Manager) check(ctx context.Context, s plan.Step, desired, live *unstructured.Unstructured) checked {
+// dryApply validates obj with a server-side apply dry run and replaces it
+// with the server's answer.
+func (m *Manager) dryApply(ctx context.Context, obj *unstructured.Unstructured) error {
+	return m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(m.opts.FieldManager), client.ForceOwnership, client.DryRunAll)
+}
+
+// check decides what applying desired over live (nil when absent) does.
+// dry is the dry run of desired already made, or nil to make it now.
+func (m *Manager) check(ctx context.Context, s plan.Step, desired, live, dry *unstructured.Unstructured) checked {
 	owner, labelled := "", false
 	if live != nil {
 		owner, labelled = live.GetLabels()[v1alpha1.SyncLabel]
@@ -342,7 +372,7 @@ func (m *Manager) check(ctx context.Context, s plan.Step, desired, live *unstruc
 	if live != nil && live.GetDeletionTimestamp() != nil {
 		return checked{step: s, err: errors.New("the object is being deleted; it will be re-created once it is gone")}
 	}
-	r := m.checkApply(ctx, s, desired, live)
+	r := m.checkApply(ctx, s, desired, live, dry)
 	r.adopted = r.err == nil && live != nil && !labelled
 	if r.adopted {
 		r.reason = "adopted: it had no " + v1alpha1.SyncLabel + " label"
@@ -350,10 +380,12 @@ func (m *Manager) check(ctx context.Context, s plan.Step, desired, live *unstruc
 	return r
 }
 
-func (m *Manager) checkApply(ctx context.Context, s plan.Step, desired, live *unstructured.Unstructured) checked {
-	dry := desired.DeepCopy()
-	err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dry),
-		client.FieldOwner(m.opts.FieldManager), client.ForceOwnership, client.DryRunAll)
+func (m *Manager) checkApply(ctx context.Context, s plan.Step, desired, live, dry *unstructured.Unstructured) checked {
+	var err error
+	if dry == nil {
+		dry = desired.DeepCopy()
+		err = m.dryApply(ctx, dry)
+	}
 	if err != nil {
 		if live != nil && isImmutable(err) {
 			if desired.GetAnnotations()[v1alpha1.ForceAnnotation] == v1alpha1.Enabled {

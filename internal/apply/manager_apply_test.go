@@ -456,3 +456,46 @@ func TestAManagerAppliedAgainSeesWhatItCreatedInANewNamespace(t *testing.T) {
 
 	expectActions(t, cs, "Namespace/"+newNS+" Unchanged", "ConfigMap/"+newNS+"/settings Unchanged")
 }
+
+// countingClient counts the reads and the applies (dry runs apart) that
+// pass through it to the real client.
+type countingClient struct {
+	client.Client
+	gets, dryRuns, applies int
+}
+
+func (cc *countingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	cc.gets++
+	return cc.Client.Get(ctx, key, obj, opts...)
+}
+
+func (cc *countingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if o := (&client.ApplyOptions{}).ApplyOptions(opts); len(o.DryRun) > 0 {
+		cc.dryRuns++
+	} else {
+		cc.applies++
+	}
+	return cc.Client.Apply(ctx, obj, opts...)
+}
+
+func TestApplyCreatesANewObjectWithoutReadingItFirst(t *testing.T) {
+	ns := env.Namespace(t) // exists: its objects are validated at once
+	cc := &countingClient{Client: c}
+	m := newManagerWith(cc, ns)
+
+	expectActions(t, applyOK(t, m, planOf(fromGit(t, ns, "config/settings.yaml", settingsCM))), "ConfigMap/"+ns+"/settings Created")
+	if cc.gets != 0 || cc.dryRuns != 1 || cc.applies != 1 {
+		t.Errorf("creating one object made %d reads, %d dry runs and %d applies; want 0, 1 and 1", cc.gets, cc.dryRuns, cc.applies)
+	}
+
+	// An object that exists is read once, for its owner and what changed.
+	*cc = countingClient{Client: c}
+	changed := strings.Replace(settingsCM, "color: blue", "color: green", 1)
+	if changed == settingsCM {
+		t.Fatal("the fixture no longer sets color: blue")
+	}
+	expectActions(t, applyOK(t, m, planOf(fromGit(t, ns, "config/settings.yaml", changed))), "ConfigMap/"+ns+"/settings Configured")
+	if cc.gets != 1 || cc.dryRuns != 1 || cc.applies != 1 {
+		t.Errorf("changing one object made %d reads, %d dry runs and %d applies; want 1, 1 and 1", cc.gets, cc.dryRuns, cc.applies)
+	}
+}

@@ -2,14 +2,20 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +63,9 @@ type DriftReconciler struct {
 	History *drift.History
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+
+	writersMu sync.Mutex
+	writers   map[types.NamespacedName]*incidentWriter
 }
 
 func (r *DriftReconciler) now() time.Time {
@@ -71,6 +80,9 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	logger := log.FromContext(ctx).WithValues("sync", req.Sync, "object", req.ID().String())
 	var s v1alpha1.Sync
 	if err := r.Client.Get(ctx, req.Sync, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetIncidents(req.Sync)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if s.Spec.Suspend || !s.DeletionTimestamp.IsZero() {
@@ -140,7 +152,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "Revert", "%s: not reverted: %s", step.ID, truncate(forbidden.Error()))
 		inc := v1alpha1.DriftIncident{Time: metav1.NewTime(r.now()), Object: step.ID.String(), Origin: obj.Origin.Path,
 			Action: v1alpha1.DriftReported, Message: truncate("not reverted: " + forbidden.Error())}
-		return ctrl.Result{}, r.recordIncident(ctx, req, inc)
+		return ctrl.Result{}, r.recordIncident(ctx, &s, inc)
 	}
 	if err != nil {
 		logger.Error(err, "drift check failed")
@@ -188,7 +200,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		r.Recorder.Eventf(regarding, nil, eventType, reason, "Revert", "%s", incident.Message)
 	}
 	r.Recorder.Eventf(&s, nil, eventType, reason, "Revert", "%s: %s", step.ID, incident.Message)
-	if err := r.recordIncident(ctx, req, incident); err != nil {
+	if err := r.recordIncident(ctx, &s, incident); err != nil {
 		return ctrl.Result{}, err
 	}
 	if action == v1alpha1.DriftPaused {
@@ -250,33 +262,138 @@ func incidentOf(now time.Time, step plan.Step, originPath string, action v1alpha
 // recordIncident adds the incident to the Sync's status.drift and sets
 // the Drifted condition when the drift stays, dropping the oldest
 // incidents and sync records beyond drift.StatusBudget.
-func (r *DriftReconciler) recordIncident(ctx context.Context, req drift.Request, inc v1alpha1.DriftIncident) error {
+//
+// The write is a merge patch of only the fields it changes, on the status
+// subresource, with a resourceVersion as an optimistic lock, and it reads
+// back only the Sync's metadata: its cost does not grow with the
+// inventory in the same status. Incidents of one Sync are written one at
+// a time, each from the status the previous one left (or, for the first,
+// s as the check read it from the cache), so that a burst of them does
+// not wait for the cache to see each write. A sync that wrote the status
+// in between makes the patch conflict; it then reads the Sync from the
+// API server and tries again.
+func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, inc v1alpha1.DriftIncident) error {
+	w := r.incidentWriter(client.ObjectKeyFromObject(s))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cur := s
+	if w.last != nil && w.last.UID == s.UID {
+		cur = w.last
+	}
+	w.last = nil // set again once a write succeeds
+	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var s v1alpha1.Sync
-		if err := r.Reader.Get(ctx, req.Sync, &s); err != nil {
+		if !first {
+			var fresh v1alpha1.Sync
+			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), &fresh); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			cur = &fresh
+		}
+		first = false
+		next, body, err := incidentPatch(cur, inc)
+		if err != nil {
+			return err
+		}
+		target := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Sync"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: cur.Namespace, Name: cur.Name}}
+		if err := r.Client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		s.Status.Drift = append([]v1alpha1.DriftIncident{inc}, s.Status.Drift...)
-		if len(s.Status.Drift) > v1alpha1.MaxDrift {
-			s.Status.Drift = s.Status.Drift[:v1alpha1.MaxDrift]
-		}
-		if inc.Action != v1alpha1.DriftReverted {
-			meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
-				Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
-				Reason: v1alpha1.ReasonDriftDetected, Message: inc.Object + ": " + inc.Message,
-			})
-		} else if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionDrifted); c != nil &&
-			c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, inc.Object+": ") {
-			// The object that was left drifted is back to git.
-			meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
-				Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, ObservedGeneration: s.Generation,
-				Reason: v1alpha1.ReasonInSync, Message: inc.Object + " is back to git",
-			})
-		}
-		// Older incidents and records go first, so that this write and
-		// later ones stay within etcd's request limit.
-		drift.FitStatus(&s.Status, drift.StatusBudget)
-		return r.Client.Status().Patch(ctx, &s, patch)
+		// Under the lock, the status is now what the patch made of cur's.
+		w.last = &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: cur.Namespace, Name: cur.Name, UID: cur.UID,
+			Generation: cur.Generation, ResourceVersion: target.ResourceVersion}, Status: next}
+		return nil
 	})
+}
+
+// incidentWriter is the one writer of key's incidents.
+func (r *DriftReconciler) incidentWriter(key types.NamespacedName) *incidentWriter {
+	r.writersMu.Lock()
+	defer r.writersMu.Unlock()
+	if r.writers == nil {
+		r.writers = map[types.NamespacedName]*incidentWriter{}
+	}
+	w, ok := r.writers[key]
+	if !ok {
+		w = &incidentWriter{}
+		r.writers[key] = w
+	}
+	return w
+}
+
+// forgetIncidents drops what the writer of key's incidents knows, for a
+// Sync that is gone.
+func (r *DriftReconciler) forgetIncidents(key types.NamespacedName) {
+	r.writersMu.Lock()
+	defer r.writersMu.Unlock()
+	delete(r.writers, key)
+}
+
+// incidentWriter writes one Sync's incidents one at a time.
+type incidentWriter struct {
+	mu sync.Mutex
+	// last is the Sync as the last incident write left it: its
+	// resourceVersion then, and its status without the inventory. Nil
+	// before the first write and after a failed one.
+	last *v1alpha1.Sync
+}
+
+// incidentPatch is the JSON merge patch that records inc in s's status:
+// status.drift with inc first, the conditions and the sync history when
+// they change, and s's resourceVersion as an optimistic lock. It never
+// holds the inventory, so its size is bounded by drift.StatusBudget
+// whatever the Sync manages. next is s's status once patched, without
+// the inventory.
+func incidentPatch(s *v1alpha1.Sync, inc v1alpha1.DriftIncident) (next v1alpha1.SyncStatus, patch []byte, err error) {
+	// The status without its inventory, with slices of its own: nothing
+	// here writes into s, which may be shared.
+	st := v1alpha1.SyncStatus{
+		Conditions: slices.Clone(s.Status.Conditions),
+		History:    slices.Clone(s.Status.History),
+		Drift:      append([]v1alpha1.DriftIncident{inc}, s.Status.Drift...),
+	}
+	if len(st.Drift) > v1alpha1.MaxDrift {
+		st.Drift = st.Drift[:v1alpha1.MaxDrift]
+	}
+	if inc.Action != v1alpha1.DriftReverted {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
+			Reason: v1alpha1.ReasonDriftDetected, Message: inc.Object + ": " + inc.Message,
+		})
+	} else if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDrifted); c != nil &&
+		c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, inc.Object+": ") {
+		// The object that was left drifted is back to git.
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, ObservedGeneration: s.Generation,
+			Reason: v1alpha1.ReasonInSync, Message: inc.Object + " is back to git",
+		})
+	}
+	// Older incidents and records go first, so that this write and
+	// later ones stay within etcd's request limit.
+	drift.FitStatus(&st, drift.StatusBudget)
+
+	// A merge patch replaces a list whole: each list is sent in full or
+	// not at all.
+	type statusFields struct {
+		Conditions []metav1.Condition       `json:"conditions,omitempty"`
+		History    []v1alpha1.SyncRecord    `json:"history,omitempty"`
+		Drift      []v1alpha1.DriftIncident `json:"drift"`
+	}
+	var body struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+		Status statusFields `json:"status"`
+	}
+	body.Metadata.ResourceVersion = s.ResourceVersion
+	body.Status.Drift = st.Drift
+	if !equality.Semantic.DeepEqual(st.Conditions, s.Status.Conditions) {
+		body.Status.Conditions = st.Conditions
+	}
+	if !equality.Semantic.DeepEqual(st.History, s.Status.History) {
+		body.Status.History = st.History
+	}
+	patch, err = json.Marshal(body)
+	return st, patch, err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -151,6 +152,12 @@ func TestKubectlEditIsRevertedAtOnceAndExplained(t *testing.T) {
 	if len(s.Status.Drift) == 0 || s.Status.Drift[0].Action != v1alpha1.DriftReverted ||
 		len(s.Status.Drift[0].Fields) != 1 || s.Status.Drift[0].Fields[0].Manager != "kubectl-edit" {
 		t.Errorf("status.drift = %+v, want a Reverted incident naming kubectl-edit", s.Status.Drift)
+	}
+	// The incident is written as a patch of status.drift alone: the rest
+	// of the status is as the sync left it.
+	if len(s.Status.Inventory) != 2 || len(s.Status.History) != 1 || !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) {
+		t.Errorf("after the incident: %d inventory entries, %d sync records, conditions %+v; want 2, 1 and Ready",
+			len(s.Status.Inventory), len(s.Status.History), s.Status.Conditions)
 	}
 
 	// A deleted ConfigMap comes back.

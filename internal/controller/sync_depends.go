@@ -93,8 +93,10 @@ func (r *SyncReconciler) findCycle(ctx context.Context, self types.NamespacedNam
 // dependents maps a Sync to the Syncs that depend on it, so that they
 // sync as soon as it becomes Ready.
 func (r *SyncReconciler) dependents(ctx context.Context, obj client.Object) []reconcile.Request {
+	// Every Sync's status write comes here: read the cache's own
+	// objects, without a copy of each Sync and its inventory.
 	var list v1alpha1.SyncList
-	if err := r.Client.List(ctx, &list); err != nil {
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request

@@ -2,6 +2,8 @@ package drift
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"time"
 
@@ -102,4 +104,31 @@ func WrittenByOthersSince(entries []metav1.ManagedFieldsEntry, self string, sinc
 		}
 	}
 	return false
+}
+
+// digestPrefix marks a managedFields field set replaced by its digest.
+const digestPrefix = `"sha256:`
+
+// CompactMetadata is a cache transform (client-go's TransformFunc) for
+// the metadata-only objects of the drift watches. It keeps what
+// RequestFor, Relevant and WrittenByOthersSince read — names, labels, and
+// each managedFields entry's manager, operation, subresource and time —
+// and replaces each entry's field set, the largest part of an object's
+// metadata, by a digest of it, which Relevant compares as it compared the
+// fields. Attribution reads the fields of the live object from the API
+// server, never from the cache. Other objects pass unchanged; an object
+// passed twice is not changed again.
+func CompactMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	for i, e := range m.ManagedFields {
+		if e.FieldsV1 == nil || bytes.HasPrefix(e.FieldsV1.GetRawBytes(), []byte(digestPrefix)) {
+			continue
+		}
+		sum := sha256.Sum256(e.FieldsV1.GetRawBytes())
+		m.ManagedFields[i].FieldsV1 = metav1.NewFieldsV1(digestPrefix + hex.EncodeToString(sum[:16]) + `"`)
+	}
+	return m, nil
 }

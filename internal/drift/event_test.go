@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -49,6 +50,31 @@ func TestRelevantTellsDriftFromOurOwnAndStatusWrites(t *testing.T) {
 			if got := Relevant(tt.old, tt.cur, "driftless"); got != tt.want {
 				t.Errorf("Relevant = %v, want %v", got, tt.want)
 			}
+			// The drift watches' cache holds digests of the field sets:
+			// the answer is the same.
+			if got := Relevant(compacted(t, tt.old), compacted(t, tt.cur), "driftless"); got != tt.want {
+				t.Errorf("Relevant of the cached (compacted) metadata = %v, want %v", got, tt.want)
+			}
 		})
 	}
+}
+
+// compacted is entries as the drift watches' cache holds them
+// (CompactMetadata), passed twice, as a transform may be.
+func compacted(t *testing.T, entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	t.Helper()
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ManagedFields: slices.Clone(entries)}}
+	for range 2 {
+		out, err := CompactMetadata(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m = out.(*metav1.PartialObjectMetadata)
+	}
+	for i, e := range m.ManagedFields {
+		if e.FieldsV1 != nil && len(e.FieldsV1.GetRawBytes()) > len(digestPrefix)+33 {
+			t.Fatalf("entry %d keeps %d bytes of fields, want a digest", i, len(e.FieldsV1.GetRawBytes()))
+		}
+	}
+	return m.ManagedFields
 }
