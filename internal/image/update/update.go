@@ -127,7 +127,9 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 		if err == nil {
 			return out, nil
 		}
-		lastErr = fmt.Errorf("push %s to branch %s of %s: %w", source.Short(out.Commit), branch, source.Redact(req.Source.URL), err)
+		// The server's reply may repeat what it was sent, credentials
+		// included.
+		lastErr = fmt.Errorf("push %s to branch %s of %s: %w", source.Short(out.Commit), branch, source.Redact(req.Source.URL), source.RedactError(err, req.Source))
 		if !retryable(err) {
 			return Outcome{}, lastErr
 		}

@@ -3,6 +3,10 @@ package update
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -288,5 +292,47 @@ func TestATagSourceCannotBeUpdated(t *testing.T) {
 	req.Source.Ref = source.Ref{Tag: "v1"}
 	if _, err := Run(context.Background(), req, &lookup{}); err == nil || !strings.Contains(err.Error(), "branch") {
 		t.Errorf("error = %v, want one asking for a branch source", err)
+	}
+}
+
+func TestAFailedPushDoesNotShowTheCredentials(t *testing.T) {
+	srv, repo, _ := newRepo(t)
+	srv.HTTPUser, srv.HTTPPassword = "robot", "push-tok-secret-42"
+	// A proxy in front of the server passes fetches on and refuses pushes
+	// with a message that repeats what the client sent, as some do.
+	upstream, err := url.Parse(strings.TrimSuffix(repo.HTTPURL(), "/fleet.git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := httputil.NewSingleHostReverseProxy(upstream)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.String(), "receive-pack") {
+			user, password, _ := r.BasicAuth()
+			http.Error(w, fmt.Sprintf("pushes are closed; you sent %s:%s", user, password), http.StatusForbidden)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	address := proxy.URL + "/fleet.git"
+	for _, tt := range []struct {
+		name string
+		req  source.Request
+	}{
+		{"credentials in the URL", source.Request{URL: strings.Replace(address, "http://", "http://robot:push-tok-secret-42@", 1)}},
+		{"a token in the credentials", source.Request{URL: address, Credentials: source.Credentials{Username: "robot", Token: "push-tok-secret-42"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, req := newRepo(t)
+			req.Source = tt.req
+			req.Source.Ref = source.Ref{Branch: "main"}
+			_, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+			if err == nil || !strings.Contains(err.Error(), "pushes are closed") {
+				t.Fatalf("error = %v, want the proxy's refusal", err)
+			}
+			if strings.Contains(err.Error(), "push-tok-secret-42") {
+				t.Errorf("the error shows the token: %v", err)
+			}
+		})
 	}
 }
