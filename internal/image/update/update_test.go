@@ -214,6 +214,28 @@ func TestTheUpdateDoesNotBuildOnAnUnverifiedTip(t *testing.T) {
 	}
 }
 
+func TestTheUpdateDoesNotBuildOnAnUnverifiedTipOfThePushBranch(t *testing.T) {
+	_, repo, req := newRepo(t)
+	signer := testenv.NewSSHSigningKey(t)
+	repo.SignedCommit(t, signer, "signed", map[string]string{"README.md": "signed\n"})
+	keys, err := source.ParseTrustedKeys("trusted", map[string][]byte{source.AllowedSignersKey: []byte(signer.AllowedSigner + "\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Source.Verify = &source.Verification{Mode: source.VerifyHEAD, Keys: keys}
+	// The push branch exists, with an unsigned commit on top.
+	repo.Checkout(t, "image-updates")
+	unsigned := repo.Commit(t, "unsigned", map[string]string{"README.md": "not signed\n"})
+	req.Branch = "image-updates"
+	_, err = Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err == nil || !strings.Contains(err.Error(), "nothing committed on branch image-updates") || !strings.Contains(err.Error(), unsigned[:7]) {
+		t.Fatalf("Run: %v, want the unsigned tip %s of image-updates refused", err, unsigned[:7])
+	}
+	if after := gitOut(t, repo.Bare, "rev-parse", "image-updates"); after != unsigned {
+		t.Errorf("image-updates moved to %s", after)
+	}
+}
+
 func TestReportModePushesNothing(t *testing.T) {
 	_, repo, req := newRepo(t)
 	req.Commit = false
