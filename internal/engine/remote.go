@@ -16,8 +16,10 @@ type RemoteBases struct {
 	// Mirror holds the repositories of remote bases; required.
 	Mirror *source.Mirror
 	// Source is the Sync's own fetch request: its credentials are used
-	// for a remote base on the same host as the Sync's repository, and no
-	// other. A base on any other host is fetched anonymously.
+	// for a remote base on the same server as the Sync's repository (same
+	// protocol, host and port; https:// for a token or password, ssh://
+	// for a deploy key), and no other. Any other base is fetched
+	// anonymously.
 	Source source.Request
 	// FileURLs lets a remote base be a file:// repository: only for a
 	// Sync that may itself read file:// sources.
@@ -55,7 +57,7 @@ func (f remoteFetcher) FetchRemote(base render.RemoteBase) (render.RemoteTree, e
 		return render.RemoteTree{}, errors.New("a file:// repository is a path on the agent, which this Sync may not read: serve it over ssh:// or https://")
 	}
 	req := source.Request{URL: base.Repo}
-	if host := source.Host(base.Repo); host != "" && host == source.Host(f.bases.Source.URL) {
+	if source.SharesCredentials(f.bases.Source.URL, base.Repo) {
 		req.Credentials = f.bases.Source.Credentials
 	} else {
 		req.Credentials.InsecureSkipHostKeyCheck = f.bases.Source.Credentials.InsecureSkipHostKeyCheck

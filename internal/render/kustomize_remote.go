@@ -158,7 +158,7 @@ func (r *renderer) mountRemote(base RemoteBase) (*mount, error) {
 		if tree.Release != nil {
 			tree.Release()
 		}
-		return nil, fmt.Errorf("the copy of %s cannot be opened: %w", base.Repo, err)
+		return nil, fmt.Errorf("the copy of %s cannot be opened: %w", redactEntry(base.Repo), err)
 	}
 	r.mounts = append(r.mounts, m)
 	return m, nil
@@ -204,9 +204,9 @@ func (c *refChecker) remote(file, key string, v any, top bool) {
 		}
 		switch {
 		case !c.r.opts.Kustomize.AllowRemote:
-			c.fail(file, fmt.Errorf("%s entry %q is remote; remote bases and resources are refused (spec.kustomize.allowRemote is off): copy what it names into the repository", key, v))
+			c.fail(file, fmt.Errorf("%s entry %q is remote; remote bases and resources are refused (spec.kustomize.allowRemote is off): copy what it names into the repository", key, redactEntry(v)))
 		case !top || !fetchedFields[key]:
-			c.fail(file, fmt.Errorf("%s entry %q is remote; driftless fetches remote bases of git form in resources and components only: copy what it names into the repository", key, v))
+			c.fail(file, fmt.Errorf("%s entry %q is remote; driftless fetches remote bases of git form in resources and components only: copy what it names into the repository", key, redactEntry(v)))
 		}
 	}
 }
@@ -218,15 +218,15 @@ func (c *refChecker) remote(file, key string, v any, top bool) {
 func (c *refChecker) remoteBase(dir, file, field, entry string, configs bool) (string, bool) {
 	base, err := parseRemote(entry)
 	if err != nil {
-		c.fail(file, fmt.Errorf("%s entry %q: %w", field, entry, err))
+		c.fail(file, fmt.Errorf("%s entry %q: %w", field, redactEntry(entry), err))
 		return "", false
 	}
 	if c.r.opts.Remote == nil {
-		c.fail(file, fmt.Errorf("%s entry %q is remote, and remote bases are not fetched here: render it with the agent or with driftless build --allow-remote, or copy what it names into the repository", field, entry))
+		c.fail(file, fmt.Errorf("%s entry %q is remote, and remote bases are not fetched here: render it with the agent or with driftless build --allow-remote, or copy what it names into the repository", field, redactEntry(entry)))
 		return "", false
 	}
 	if m, _ := c.r.mountOf(dir); m != nil {
-		c.fail(c.r.shownName(file), fmt.Errorf("%s entry %q is remote, in a remote base; driftless fetches remote bases named by the repository's own kustomizations only", field, entry))
+		c.fail(c.r.shownName(file), fmt.Errorf("%s entry %q is remote, in a remote base; driftless fetches remote bases named by the repository's own kustomizations only", field, redactEntry(entry)))
 		return "", false
 	}
 	m, err := c.r.mountRemote(base)
@@ -282,8 +282,9 @@ func shortRev(rev string) string {
 	return rev
 }
 
-// redactEntry removes a password or token written into a remote entry;
-// the user name git, which SSH addresses carry, stays.
+// redactEntry removes a password or token written into a remote entry
+// (everything between :// and the last @ of the host part, which may hold
+// an @ of its own); the user name git, which SSH addresses carry, stays.
 func redactEntry(s string) string {
 	return userinfo.ReplaceAllStringFunc(s, func(m string) string {
 		if m == "://git@" {
@@ -293,7 +294,7 @@ func redactEntry(s string) string {
 	})
 }
 
-var userinfo = regexp.MustCompile(`://[^/@\s]+@`)
+var userinfo = regexp.MustCompile(`://[^/\s]+@`)
 
 // parseRemote reads a remote entry of git form as Kustomize does:
 // REPO//PATH?ref=REF, where REPO is https://host/org/repo, ssh://…,

@@ -141,6 +141,62 @@ func TestRenderRemoteBaseErrors(t *testing.T) {
 	}
 }
 
+func TestRemoteEntryErrorsDoNotShowAToken(t *testing.T) {
+	remotes := func() *fakeRemotes {
+		return &fakeRemotes{t: t, repos: map[string]map[string]string{"https://git.example.com/org/bases.git": {
+			"nested/kustomization.yaml": "resources:\n- https://u:tok-secret-9@git.example.com/org/other.git//base\n",
+		}}}
+	}
+	tests := []struct {
+		name    string
+		files   string
+		options Options
+		want    string
+	}{{
+		name:    "allowRemote is off",
+		files:   "resources:\n- https://u:tok-secret-9@git.example.com/org/r//p\n",
+		options: Options{Remote: remotes()},
+		want:    `resources entry "https://***@git.example.com/org/r//p" is remote; remote bases and resources are refused`,
+	}, {
+		name:    "a remote file that is not a base",
+		files:   "resources: []\npatches:\n- path: https://u:tok-secret-9@git.example.com/org/r//patch.yaml\n",
+		options: Options{Kustomize: KustomizeOptions{AllowRemote: true}, Remote: remotes()},
+		want:    `path entry "https://***@git.example.com/org/r//patch.yaml" is remote; driftless fetches remote bases of git form in resources and components only`,
+	}, {
+		name:    "an entry that does not parse",
+		files:   "resources:\n- https://u:tok-secret-9@git.example.com/org/r//p?foo=1\n",
+		options: Options{Kustomize: KustomizeOptions{AllowRemote: true}, Remote: remotes()},
+		want:    `resources entry "https://***@git.example.com/org/r//p?foo=1": query parameter "foo"`,
+	}, {
+		name:    "remote bases are not fetched here",
+		files:   "resources:\n- https://u:tok-secret-9@git.example.com/org/r//p\n",
+		options: Options{Kustomize: KustomizeOptions{AllowRemote: true}},
+		want:    `resources entry "https://***@git.example.com/org/r//p" is remote, and remote bases are not fetched here`,
+	}, {
+		name:    "a remote base that names a remote base",
+		files:   "resources:\n- https://git.example.com/org/bases.git//nested\n",
+		options: Options{Kustomize: KustomizeOptions{AllowRemote: true}, Remote: remotes()},
+		want:    `resources entry "https://***@git.example.com/org/other.git//base" is remote, in a remote base`,
+	}, {
+		name:    "a password with an @ of its own",
+		files:   "resources:\n- https://u:tok@secret-9@git.example.com/org/r//p\n",
+		options: Options{Remote: remotes()},
+		want:    `resources entry "https://***@git.example.com/org/r//p" is remote`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.options.Paths = []string{"app"}
+			_, err := render(t, map[string]string{"app/kustomization.yaml": tt.files}, tt.options)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v\nwant it to contain %s", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "secret-9") {
+				t.Errorf("the error holds the token: %v", err)
+			}
+		})
+	}
+}
+
 func TestRenderRefusesRemoteFilesOtherThanBasesWithAllowRemote(t *testing.T) {
 	remotes := &fakeRemotes{t: t}
 	files := map[string]string{

@@ -216,9 +216,35 @@ func redactAll(s string, req Request) string {
 		}
 	}
 	if u, err := url.Parse(req.URL); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
+		s = strings.ReplaceAll(s, req.URL, Redact(req.URL))
+		if p, ok := u.User.Password(); ok && len(p) >= 4 {
 			s = strings.ReplaceAll(s, p, "***")
+		} else if name := u.User.Username(); !ok && name != "git" && len(name) >= 4 {
+			// A token passed as the user name.
+			s = strings.ReplaceAll(s, name, "***")
 		}
 	}
 	return s
 }
+
+// RedactError returns err with the credentials of req — its password or
+// token, and those written into its URL — masked in the message; errors.Is
+// and errors.As still see the errors err wraps.
+func RedactError(err error, req Request) error {
+	if err == nil {
+		return nil
+	}
+	msg := redactAll(err.Error(), req)
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,5 +165,29 @@ func TestRedactRemovesPasswords(t *testing.T) {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestRedactErrorMasksEveryFormOfTheCredentials(t *testing.T) {
+	tests := []struct {
+		name string
+		req  Request
+	}{
+		{"a password in the URL", Request{URL: "https://robot:tok-secret-7@git.corp/org/fleet"}},
+		{"a token as the URL's user name", Request{URL: "https://tok-secret-7@git.corp/org/fleet"}},
+		{"a token in the credentials", Request{URL: "https://git.corp/org/fleet", Credentials: Credentials{Token: "tok-secret-7"}}},
+		{"a password in the credentials", Request{URL: "https://git.corp/org/fleet", Credentials: Credentials{Username: "robot", Password: "tok-secret-7"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inner := errors.New("refused " + tt.req.URL + " with tok-secret-7")
+			err := RedactError(fmt.Errorf("push: %w", inner), tt.req)
+			if strings.Contains(err.Error(), "tok-secret-7") {
+				t.Errorf("the error shows the credential: %v", err)
+			}
+			if !errors.Is(err, inner) {
+				t.Error("the masked error no longer wraps the original")
+			}
+		})
 	}
 }

@@ -285,3 +285,44 @@ func TestAFailedTreeWriteIsNotServedToTheNextReader(t *testing.T) {
 		t.Errorf("app.yaml = %q", got)
 	}
 }
+
+func TestAnAnonymousReaderIsNotServedAPinnedCommitAnotherReadersCredentialsFetched(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	srv.HTTPUser, srv.HTTPPassword = "ci", "tok-private-1"
+	repo := srv.NewRepo(t, "private")
+	rev := repo.Commit(t, "secret", map[string]string{"x/app.yaml": "v: private\n"})
+	m := &Mirror{Dir: t.TempDir()}
+
+	// Tenant A fetches the commit with its credentials: it is in a mirror.
+	owner := Request{URL: repo.HTTPURL(), Credentials: Credentials{Username: "ci", Token: "tok-private-1"}}
+	ref, got, err := ResolveName(context.Background(), owner, rev)
+	if err != nil || got != rev {
+		t.Fatalf("ResolveName for the owner = %s %v", got, err)
+	}
+	owner.Ref = ref
+	tr, err := m.Checkout(context.Background(), owner, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Release()
+
+	// Tenant B names the same commit, pinned by hash (no request to
+	// resolve it), with no credentials or with others: the mirror does not
+	// serve it from A's objects.
+	for _, creds := range []Credentials{{}, {Username: "ci", Token: "another-token"}} {
+		reader := Request{URL: repo.HTTPURL(), Credentials: creds}
+		ref, _, err := ResolveName(context.Background(), reader, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reader.Ref = ref
+		tr, err := m.Checkout(context.Background(), reader, rev)
+		if err == nil {
+			tr.Release()
+			t.Fatalf("a reader with credentials %q was served a commit fetched with another reader's", creds.Token)
+		}
+		if !strings.Contains(err.Error(), "authentication required") && !strings.Contains(err.Error(), "authorization failed") {
+			t.Errorf("the refusal does not say authentication failed: %v", err)
+		}
+	}
+}

@@ -69,19 +69,48 @@ func remoteError(req Request, err error) error {
 	msg := redactAll(err.Error(), req)
 	switch {
 	case err == transport.ErrAuthenticationRequired, err == transport.ErrAuthorizationFailed:
-		return fmt.Errorf("fetch %s: %s: a remote base is fetched anonymously, or with the Sync's own credentials when it is on the same host as the Sync's repository", Redact(req.URL), msg)
+		return fmt.Errorf("fetch %s: %s: a remote base is fetched anonymously, or with the Sync's own credentials when it is on the same server (scheme, host and port; https or ssh) as the Sync's repository", Redact(req.URL), msg)
 	case err == transport.ErrRepositoryNotFound:
 		return fmt.Errorf("fetch %s: repository not found", Redact(req.URL))
 	}
 	return fmt.Errorf("fetch %s: %s", Redact(req.URL), msg)
 }
 
-// Host returns the host of a repository address (a URL or an scp-like
-// git@host:org/repo), lowercased, without the port; "" for a local path or file:// URL.
-func Host(raw string) string {
-	ep, err := transport.NewEndpoint(raw)
-	if err != nil || ep.Protocol == ProtocolFile {
-		return ""
+// SharesCredentials reports whether the credentials of the repository at
+// own may be sent to the repository at other: only to the same server —
+// same protocol, host and port — and only over a protocol that does not
+// send them in the clear: a token or password over https://, a deploy key
+// over ssh://. A token is never sent over http://, and never to another
+// port of the same host, which may be another service.
+func SharesCredentials(own, other string) bool {
+	a, b := endpoint(own), endpoint(other)
+	if a == nil || b == nil {
+		return false
 	}
-	return strings.ToLower(ep.Host)
+	switch a.Protocol {
+	case "https", "ssh":
+	default:
+		return false
+	}
+	return a.Protocol == b.Protocol && strings.EqualFold(a.Host, b.Host) && port(a) == port(b)
+}
+
+// endpoint parses a repository address (a URL or an scp-like
+// git@host:org/repo); nil if it is not one.
+func endpoint(raw string) *transport.Endpoint {
+	ep, err := transport.NewEndpoint(raw)
+	if err != nil || ep.Host == "" {
+		return nil
+	}
+	ep.Protocol = strings.ToLower(ep.Protocol)
+	return ep
+}
+
+// port returns the port ep connects to, the protocol's own when it names
+// none.
+func port(ep *transport.Endpoint) int {
+	if ep.Port != 0 {
+		return ep.Port
+	}
+	return map[string]int{"https": 443, "http": 80, "ssh": 22, "git": 9418}[ep.Protocol]
 }

@@ -43,16 +43,31 @@ func TestResolveNameFindsTagsBranchesAndTheDefaultBranch(t *testing.T) {
 	}
 }
 
-func TestHostIgnoresSchemeUserAndPort(t *testing.T) {
-	for _, tt := range []struct{ a, b string }{
-		{"ssh://git@Git.Example.com:2222/org/a.git", "https://git.example.com/org/b.git"},
-		{"git@git.example.com:org/a.git", "https://token@git.example.com/org/b"},
-	} {
-		if Host(tt.a) == "" || Host(tt.a) != Host(tt.b) {
-			t.Errorf("Host(%q) = %q, Host(%q) = %q: want the same host", tt.a, Host(tt.a), tt.b, Host(tt.b))
-		}
+func TestCredentialsGoOnlyToTheSameServerOverAProtectedProtocol(t *testing.T) {
+	tests := []struct {
+		name       string
+		own, other string
+		want       bool
+	}{
+		{"another repository on the same https server", "https://git.corp/org/fleet", "https://git.corp/a/base.git", true},
+		{"the default https port written out", "https://git.corp/org/fleet", "https://Git.Corp:443/a/base", true},
+		{"a token in the base's own URL does not matter", "https://git.corp/org/fleet", "https://u:tok@git.corp/a/base", true},
+		{"another repository on the same ssh server", "ssh://git@git.corp:2222/org/fleet", "ssh://git@git.corp:2222/a/base", true},
+		{"scp-like and ssh:// on port 22", "git@git.corp:org/fleet.git", "ssh://git@git.corp/a/base.git", true},
+		{"http:// would send the token in the clear", "https://git.corp/org/fleet", "http://git.corp/a/base", false},
+		{"a Sync over http:// shares its token with nothing", "http://git.corp/org/fleet", "http://git.corp/a/base", false},
+		{"another port may be another service", "https://git.corp/org/fleet", "https://git.corp:8080/a/base", false},
+		{"another ssh port", "ssh://git@git.corp:2222/org/fleet", "ssh://git@git.corp/a/base", false},
+		{"a token is not an ssh key", "https://git.corp/org/fleet", "ssh://git@git.corp/a/base", false},
+		{"an ssh key is not a token", "git@git.corp:org/fleet.git", "https://git.corp/a/base", false},
+		{"another host", "https://git.corp/org/fleet", "https://git.corp.evil.example/a/base", false},
+		{"a file:// repository has no server", "file:///srv/git/fleet.git", "file:///srv/git/base.git", false},
 	}
-	if Host("file:///srv/git/a.git") != "" {
-		t.Error("a file:// URL has a host")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SharesCredentials(tt.own, tt.other); got != tt.want {
+				t.Errorf("SharesCredentials(%q, %q) = %v, want %v", tt.own, tt.other, got, tt.want)
+			}
+		})
 	}
 }

@@ -127,7 +127,9 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 		if err == nil {
 			return out, nil
 		}
-		lastErr = fmt.Errorf("push %s to branch %s of %s: %w", source.Short(out.Commit), branch, source.Redact(req.Source.URL), err)
+		// The server's reply may repeat what it was sent, credentials
+		// included.
+		lastErr = fmt.Errorf("push %s to branch %s of %s: %w", source.Short(out.Commit), branch, source.Redact(req.Source.URL), source.RedactError(err, req.Source))
 		if !retryable(err) {
 			return Outcome{}, lastErr
 		}
@@ -146,16 +148,14 @@ func retryable(err error) bool {
 }
 
 // base checks out the tip of the push branch when it exists (updates
-// accumulate on it), else of the Sync's branch to start it from. A base
-// on the Sync's branch must pass the Sync's signature check: a signed
-// robot commit must not vouch for an untrusted one beneath it.
+// accumulate on it), else of the Sync's branch to start it from. Either
+// tip must pass the Sync's signature check: a signed robot commit must not
+// vouch for an untrusted one beneath it, on the Sync's branch or on a
+// push branch that is merged into it later.
 func base(ctx context.Context, req Request, mirror *source.Mirror, branch string) (*git.Repository, error) {
 	from := orDefault(req.Source.Ref.Branch, "master")
 	for _, b := range uniq(branch, from) {
-		r := source.Request{URL: req.Source.URL, Ref: source.Ref{Branch: b}, Credentials: req.Source.Credentials}
-		if b == from {
-			r.Verify = req.Source.Verify
-		}
+		r := source.Request{URL: req.Source.URL, Ref: source.Ref{Branch: b}, Credentials: req.Source.Credentials, Verify: req.Source.Verify}
 		repo, err := mirror.Base(ctx, r, req.Dir, req.Paths)
 		if err == nil {
 			return repo, nil

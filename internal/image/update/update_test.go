@@ -3,6 +3,10 @@ package update
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,6 +214,28 @@ func TestTheUpdateDoesNotBuildOnAnUnverifiedTip(t *testing.T) {
 	}
 }
 
+func TestTheUpdateDoesNotBuildOnAnUnverifiedTipOfThePushBranch(t *testing.T) {
+	_, repo, req := newRepo(t)
+	signer := testenv.NewSSHSigningKey(t)
+	repo.SignedCommit(t, signer, "signed", map[string]string{"README.md": "signed\n"})
+	keys, err := source.ParseTrustedKeys("trusted", map[string][]byte{source.AllowedSignersKey: []byte(signer.AllowedSigner + "\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Source.Verify = &source.Verification{Mode: source.VerifyHEAD, Keys: keys}
+	// The push branch exists, with an unsigned commit on top.
+	repo.Checkout(t, "image-updates")
+	unsigned := repo.Commit(t, "unsigned", map[string]string{"README.md": "not signed\n"})
+	req.Branch = "image-updates"
+	_, err = Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+	if err == nil || !strings.Contains(err.Error(), "nothing committed on branch image-updates") || !strings.Contains(err.Error(), unsigned[:7]) {
+		t.Fatalf("Run: %v, want the unsigned tip %s of image-updates refused", err, unsigned[:7])
+	}
+	if after := gitOut(t, repo.Bare, "rev-parse", "image-updates"); after != unsigned {
+		t.Errorf("image-updates moved to %s", after)
+	}
+}
+
 func TestReportModePushesNothing(t *testing.T) {
 	_, repo, req := newRepo(t)
 	req.Commit = false
@@ -288,5 +314,47 @@ func TestATagSourceCannotBeUpdated(t *testing.T) {
 	req.Source.Ref = source.Ref{Tag: "v1"}
 	if _, err := Run(context.Background(), req, &lookup{}); err == nil || !strings.Contains(err.Error(), "branch") {
 		t.Errorf("error = %v, want one asking for a branch source", err)
+	}
+}
+
+func TestAFailedPushDoesNotShowTheCredentials(t *testing.T) {
+	srv, repo, _ := newRepo(t)
+	srv.HTTPUser, srv.HTTPPassword = "robot", "push-tok-secret-42"
+	// A proxy in front of the server passes fetches on and refuses pushes
+	// with a message that repeats what the client sent, as some do.
+	upstream, err := url.Parse(strings.TrimSuffix(repo.HTTPURL(), "/fleet.git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := httputil.NewSingleHostReverseProxy(upstream)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.String(), "receive-pack") {
+			user, password, _ := r.BasicAuth()
+			http.Error(w, fmt.Sprintf("pushes are closed; you sent %s:%s", user, password), http.StatusForbidden)
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	address := proxy.URL + "/fleet.git"
+	for _, tt := range []struct {
+		name string
+		req  source.Request
+	}{
+		{"credentials in the URL", source.Request{URL: strings.Replace(address, "http://", "http://robot:push-tok-secret-42@", 1)}},
+		{"a token in the credentials", source.Request{URL: address, Credentials: source.Credentials{Username: "robot", Token: "push-tok-secret-42"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, req := newRepo(t)
+			req.Source = tt.req
+			req.Source.Ref = source.Ref{Branch: "main"}
+			_, err := Run(context.Background(), req, &lookup{latest: setters.Latest{Image: "registry.example.com/app", Tag: "1.2.3"}})
+			if err == nil || !strings.Contains(err.Error(), "pushes are closed") {
+				t.Fatalf("error = %v, want the proxy's refusal", err)
+			}
+			if strings.Contains(err.Error(), "push-tok-secret-42") {
+				t.Errorf("the error shows the token: %v", err)
+			}
+		})
 	}
 }
