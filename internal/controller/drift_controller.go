@@ -63,9 +63,6 @@ type DriftReconciler struct {
 	History *drift.History
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
-
-	writersMu sync.Mutex
-	writers   map[types.NamespacedName]*incidentWriter
 }
 
 func (r *DriftReconciler) now() time.Time {
@@ -80,9 +77,8 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	logger := log.FromContext(ctx).WithValues("sync", req.Sync, "object", req.ID().String())
 	var s v1alpha1.Sync
 	if err := r.Client.Get(ctx, req.Sync, &s); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forgetIncidents(req.Sync)
-		}
+		// A Sync that is gone is forgotten by the Sync reconciler
+		// (Store.Forget), its incident writer with the rest.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if s.Spec.Suspend || !s.DeletionTimestamp.IsZero() {
@@ -271,26 +267,18 @@ func incidentOf(now time.Time, step plan.Step, originPath string, action v1alpha
 // s as the check read it from the cache), so that a burst of them does
 // not wait for the cache to see each write. A sync that wrote the status
 // in between makes the patch conflict; it then reads the Sync from the
-// API server and tries again.
+// API server and tries again, with all of retry.DefaultRetry's attempts
+// (the try from the status the previous incident left is not one). The
+// writer is the Store's, and goes with the rest of the Sync's state
+// (Store.Forget).
 func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, inc v1alpha1.DriftIncident) error {
-	w := r.incidentWriter(client.ObjectKeyFromObject(s))
+	key := client.ObjectKeyFromObject(s)
+	w := r.Store.incidentWriter(key.String())
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	cur := s
-	if w.last != nil && w.last.UID == s.UID {
-		cur = w.last
-	}
+	last := w.last
 	w.last = nil // set again once a write succeeds
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			var fresh v1alpha1.Sync
-			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), &fresh); err != nil {
-				return client.IgnoreNotFound(err)
-			}
-			cur = &fresh
-		}
-		first = false
+	write := func(cur *v1alpha1.Sync) error {
 		next, body, err := incidentPatch(cur, inc)
 		if err != nil {
 			return err
@@ -304,30 +292,29 @@ func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, 
 		w.last = &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: cur.Namespace, Name: cur.Name, UID: cur.UID,
 			Generation: cur.Generation, ResourceVersion: target.ResourceVersion}, Status: next}
 		return nil
+	}
+	// The status the last incident left is tried first, and does not
+	// count against the retries: a sync that wrote the status since makes
+	// it conflict, which says only that it is stale.
+	fresh := false
+	if last != nil && last.UID == s.UID {
+		if err := write(last); !apierrors.IsConflict(err) {
+			return err
+		}
+		fresh = true
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := s
+		if fresh {
+			var got v1alpha1.Sync
+			if err := r.Reader.Get(ctx, key, &got); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			cur = &got
+		}
+		fresh = true
+		return write(cur)
 	})
-}
-
-// incidentWriter is the one writer of key's incidents.
-func (r *DriftReconciler) incidentWriter(key types.NamespacedName) *incidentWriter {
-	r.writersMu.Lock()
-	defer r.writersMu.Unlock()
-	if r.writers == nil {
-		r.writers = map[types.NamespacedName]*incidentWriter{}
-	}
-	w, ok := r.writers[key]
-	if !ok {
-		w = &incidentWriter{}
-		r.writers[key] = w
-	}
-	return w
-}
-
-// forgetIncidents drops what the writer of key's incidents knows, for a
-// Sync that is gone.
-func (r *DriftReconciler) forgetIncidents(key types.NamespacedName) {
-	r.writersMu.Lock()
-	defer r.writersMu.Unlock()
-	delete(r.writers, key)
 }
 
 // incidentWriter writes one Sync's incidents one at a time.

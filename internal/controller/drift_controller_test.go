@@ -22,13 +22,14 @@ import (
 // startAgent runs the Sync and drift controllers in a manager, as the
 // agent does, until the test ends. One worker each, so that events are
 // handled in the order they happen.
-func startAgent(t *testing.T, dryRun bool) {
+func startAgent(t *testing.T, dryRun bool) *SyncReconciler {
 	t.Helper()
-	startAgentWith(t, func(o *Options) { o.DryRun = dryRun })
+	return startAgentWith(t, func(o *Options) { o.DryRun = dryRun })
 }
 
-// startAgentWith is startAgent with options changed by mutate.
-func startAgentWith(t *testing.T, mutate func(*Options)) {
+// startAgentWith is startAgent with options changed by mutate. It
+// returns the agent's Sync reconciler.
+func startAgentWith(t *testing.T, mutate func(*Options)) *SyncReconciler {
 	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     scheme,
@@ -42,7 +43,8 @@ func startAgentWith(t *testing.T, mutate func(*Options)) {
 	opts := DefaultOptions()
 	opts.CacheDir, opts.Concurrency = t.TempDir(), 1
 	mutate(&opts)
-	if _, err := Setup(mgr, opts); err != nil {
+	syncs, err := Setup(mgr, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -54,6 +56,7 @@ func startAgentWith(t *testing.T, mutate func(*Options)) {
 			t.Errorf("manager: %v", err)
 		}
 	})
+	return syncs
 }
 
 // eventually polls cond until it returns true or 30 s pass.

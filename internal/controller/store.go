@@ -13,8 +13,9 @@ import (
 
 // Store is what the Sync and drift reconcilers share about each Sync, by
 // "namespace/name": its last render, the desired object of each object it
-// applied, when it last compared every object, and the gate that keeps a
-// drift check from acting while a sync writes.
+// applied, when it last compared every object, the writer of its drift
+// incidents, and the gate that keeps a drift check from acting while a
+// sync writes.
 //
 // The gate is what makes a revert safe: a sync holds it from its first
 // request to its last — validation, apply and prune, not while it waits
@@ -45,6 +46,8 @@ type syncState struct {
 	rendered rendered
 	lastFull time.Time
 	builds   *render.GeneratorCache
+	// incidents writes the Sync's drift incidents (DriftReconciler).
+	incidents *incidentWriter
 }
 
 // rendered is a cached render, valid while the revision, the Sync's
@@ -143,6 +146,18 @@ func (s *Store) SetLastFull(key string, t time.Time) {
 	s.mu.Lock()
 	st.lastFull = t
 	s.mu.Unlock()
+}
+
+// incidentWriter returns the one writer of key's drift incidents. Forget
+// drops it with the rest of what the Store holds about key.
+func (s *Store) incidentWriter(key string) *incidentWriter {
+	st := s.state(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.incidents == nil {
+		st.incidents = &incidentWriter{}
+	}
+	return st.incidents
 }
 
 // Forget drops everything about key (its Sync is gone).

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -63,17 +64,42 @@ func progressOf(revision string, p apply.WaveProgress, total int) v1alpha1.SyncP
 
 // writeProgress patches status.progress and a Reconciling=True condition
 // saying which wave the sync is at.
+//
+// The patch sends the whole conditions list, so it is locked on s's
+// resourceVersion: a drift incident recorded meanwhile (the gate is open
+// during a health wait) makes it conflict, and it is made again from the
+// status read back, keeping the incident's Drifted condition. s then
+// holds the status as written, so that the next wave's write and the
+// sync's last one start from it; its spec and generation stay those the
+// sync applies. Progress is only informative: an error other than a
+// conflict is logged and the sync goes on.
 func (r *SyncReconciler) writeProgress(ctx context.Context, s *v1alpha1.Sync, p v1alpha1.SyncProgress, waveSize int) {
-	cur := s.DeepCopy()
-	patch := client.MergeFrom(cur.DeepCopy())
-	cur.Status.Progress = &p
-	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
-		Reason: v1alpha1.ReasonProgressing,
-		Message: fmt.Sprintf("applying %s: wave %d of %d (driftless.dev/wave %d): %d of %d objects healthy; %d applied so far of %d",
-			source.Short(p.Revision), p.Index, p.Waves, p.Wave, p.Healthy, waveSize, p.Applied, p.Total),
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			var fresh v1alpha1.Sync
+			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), &fresh); err != nil {
+				return err
+			}
+			s.ResourceVersion, s.Status = fresh.ResourceVersion, fresh.Status
+		}
+		first = false
+		cur := s.DeepCopy()
+		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		cur.Status.Progress = &p
+		meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
+			Reason: v1alpha1.ReasonProgressing,
+			Message: fmt.Sprintf("applying %s: wave %d of %d (driftless.dev/wave %d): %d of %d objects healthy; %d applied so far of %d",
+				source.Short(p.Revision), p.Index, p.Waves, p.Wave, p.Healthy, waveSize, p.Applied, p.Total),
+		})
+		if err := r.Client.Status().Patch(ctx, cur, patch); err != nil {
+			return err
+		}
+		s.ResourceVersion, s.Status = cur.ResourceVersion, cur.Status
+		return nil
 	})
-	if err := r.Client.Status().Patch(ctx, cur, patch); err != nil {
+	if err != nil {
 		log.FromContext(ctx).V(1).Info("could not record progress", "error", err.Error())
 	}
 }

@@ -1,0 +1,149 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+)
+
+// holdsIncidentWriter says whether the Store still holds a writer of
+// key's drift incidents.
+func (s *Store) holdsIncidentWriter(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	return ok && st.incidents != nil
+}
+
+func TestADeletedSyncLeavesNoIncidentWriterBehind(t *testing.T) {
+	h := newHarness(t)
+	rev := h.repo.Commit(t, "initial", map[string]string{"cm.yaml": configMap("web-config", "v1")})
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Interval = metav1.Duration{Duration: time.Hour} })
+	agent := startAgent(t, false)
+	h.waitReady("fleet", rev)
+
+	cm := get(t, "v1", "ConfigMap", h.ns, "web-config")
+	cm.Object["data"] = map[string]any{"key": "edited"}
+	if err := c.Update(context.Background(), cm, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the edit recorded as an incident", func() bool { return len(h.syncNow("fleet").Status.Drift) > 0 })
+	key := h.ns + "/fleet"
+	if !agent.Store.holdsIncidentWriter(key) {
+		t.Fatal("no incident writer after an incident: the test checks nothing")
+	}
+
+	if err := c.Delete(context.Background(), &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "fleet"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Sync gone and its incident writer dropped", func() bool {
+		var s v1alpha1.Sync
+		err := c.Get(context.Background(), keyOf(h.ns, "fleet"), &s)
+		return apierrors.IsNotFound(err) && !agent.Store.holdsIncidentWriter(key)
+	})
+}
+
+// progress is a wave's progress of a sync of abc1234.
+func progress(wave, healthy int) v1alpha1.SyncProgress {
+	return v1alpha1.SyncProgress{Revision: "abc1234", Wave: wave, Index: wave + 1, Waves: 2, Healthy: healthy, Total: 2}
+}
+
+func TestADriftRecordedDuringAWaveWaitIsNotUndoneByTheProgress(t *testing.T) {
+	ns := env.Namespace(t)
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "file:///nowhere", Branch: "main"}},
+			Interval: metav1.Duration{Duration: time.Hour}}}
+	if err := c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	syncs := &SyncReconciler{Client: c, Reader: c, Store: NewStore()}
+	drifts := &DriftReconciler{Client: c, Reader: c, Store: syncs.Store}
+
+	// The sync reports wave 0, then waits for its health (the gate
+	// open); a drift left in place is recorded meanwhile, from the Sync
+	// as the drift check read it; then the sync reports wave 0 healthy.
+	syncs.writeProgress(context.Background(), s, progress(0, 0), 1)
+	var read v1alpha1.Sync
+	if err := c.Get(context.Background(), keyOf(ns, "fleet"), &read); err != nil {
+		t.Fatal(err)
+	}
+	inc := v1alpha1.DriftIncident{Time: metav1.Now(), Object: "ConfigMap/" + ns + "/web-config", Action: v1alpha1.DriftReported,
+		Message: "drift (not reverted: dry run or selfHeal off) data.key: v1 → edited"}
+	if err := drifts.recordIncident(context.Background(), &read, inc); err != nil {
+		t.Fatal(err)
+	}
+	syncs.writeProgress(context.Background(), s, progress(0, 1), 1)
+
+	if err := c.Get(context.Background(), keyOf(ns, "fleet"), &read); err != nil {
+		t.Fatal(err)
+	}
+	if !meta.IsStatusConditionTrue(read.Status.Conditions, v1alpha1.ConditionDrifted) || len(read.Status.Drift) != 1 {
+		t.Errorf("after the progress: conditions %+v, %d incidents; want Drifted=True and the incident", read.Status.Conditions, len(read.Status.Drift))
+	}
+	if read.Status.Progress == nil || read.Status.Progress.Healthy != 1 {
+		t.Errorf("progress = %+v, want wave 0 with 1 healthy", read.Status.Progress)
+	}
+}
+
+func TestAnIncidentAfterASyncWroteTheStatusHasAllItsRetries(t *testing.T) {
+	ns := env.Namespace(t)
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "file:///nowhere", Branch: "main"}},
+			Interval: metav1.Duration{Duration: time.Hour}}}
+	if err := c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	// Once armed, the API server answers the first five status patches
+	// with a conflict: the one from what the writer kept, which is stale, and
+	// as many more as retry.DefaultRetry allows for.
+	armed, patches := false, 0
+	busy, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intercepted := interceptor.NewClient(busy, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if armed {
+				patches++
+				if patches <= 5 {
+					return apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "syncs"}, obj.GetName(),
+						errors.New("the object has been modified"))
+				}
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	drifts := &DriftReconciler{Client: intercepted, Reader: c, Store: NewStore()}
+	inc := v1alpha1.DriftIncident{Time: metav1.Now(), Object: "ConfigMap/" + ns + "/web-config", Action: v1alpha1.DriftReported,
+		Message: "drift (not reverted: dry run or selfHeal off) data.key: v1 → edited"}
+	if err := drifts.recordIncident(context.Background(), s, inc); err != nil {
+		t.Fatal(err)
+	}
+	// A sync writes the status: what the writer kept of it is stale.
+	syncs := &SyncReconciler{Client: c, Reader: c, Store: drifts.Store}
+	syncs.writeProgress(context.Background(), s, progress(0, 0), 1)
+
+	armed = true
+	second := inc
+	second.Object = "ConfigMap/" + ns + "/other"
+	if err := drifts.recordIncident(context.Background(), s, second); err != nil {
+		t.Fatalf("the second incident was not recorded: %v", err)
+	}
+	var read v1alpha1.Sync
+	if err := c.Get(context.Background(), keyOf(ns, "fleet"), &read); err != nil {
+		t.Fatal(err)
+	}
+	if len(read.Status.Drift) != 2 {
+		t.Errorf("%d incidents recorded, want 2", len(read.Status.Drift))
+	}
+}
