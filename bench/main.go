@@ -49,6 +49,8 @@ type options struct {
 	// overlays is the render cache case's number of Kustomize apps in
 	// one Sync; 0 skips it.
 	overlays int
+	// restart runs the restart case at each size.
+	restart bool
 }
 
 func main() {
@@ -72,6 +74,7 @@ func main() {
 	fs.IntVar(&o.overlays, "overlays", 100, "Kustomize overlays of one base in one Sync, in the render cache case; 0 skips it")
 	fs.IntVar(&o.syncs, "syncs", 1000, "Syncs of 4 objects each, all reading one repository, in the fleet case; 0 skips it")
 	fs.IntVar(&o.concurrent, "concurrent", 0, "the agent's --concurrent (Syncs reconciled and drifted objects checked at the same time); 0 leaves its default")
+	fs.BoolVar(&o.restart, "restart", true, "at each size, after the other phases, restart the agent over the objects in sync: writes until serving and time to serving against one full LIST; -restart=false skips it")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 
