@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -76,7 +77,17 @@ func main() {
 	fs.IntVar(&o.concurrent, "concurrent", 0, "the agent's --concurrent (Syncs reconciled and drifted objects checked at the same time); 0 leaves its default")
 	fs.BoolVar(&o.restart, "restart", true, "at each size, after the other phases, restart the agent over the objects in sync: writes until serving and time to serving against one full LIST; -restart=false skips it")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
+	chart := fs.String("chart", "", "only render the SVG chart of this results JSON next to it, and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	if *chart != "" {
+		out, err := chartFrom(*chart)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "wrote", out)
+		return
+	}
 
 	var err error
 	switch {
@@ -206,6 +217,17 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s (%.0f s)\n", name, res.Seconds)
+	if len(res.Sizes) > 0 {
+		var chart bytes.Buffer
+		if err := writeChart(&chart, res); err != nil {
+			return err
+		}
+		svg := strings.TrimSuffix(name, ".json") + ".svg"
+		if err := os.WriteFile(svg, chart.Bytes(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s\n", svg)
+	}
 	printReport(os.Stdout, res)
 	return nil
 }

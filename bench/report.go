@@ -69,7 +69,7 @@ func printReport(out io.Writer, res *results) {
 		if rs := s.Restart; rs != nil {
 			row(n, fmt.Sprintf("restart over the objects in sync: start → serving (watches listed, Sync reconciled and Ready); cache synced %s", secs(rs.CacheSynced)),
 				fmt.Sprintf("**%s (%.1f× one full LIST)**", secs(rs.Serving), rs.Ratio),
-				fmt.Sprintf("LIST of the %d objects, one per kind: %.0f ms; requests until serving: %s", s.Objects, rs.List.Median*1000, rs.Requests.ByVerb), "")
+				fmt.Sprintf("LIST of the %s objects, one per kind: %.0f ms; requests until serving: %s", n, rs.List.Median*1000, rs.Requests.ByVerb), "")
 			other := "none"
 			if rs.OtherWrites > 0 {
 				other = rs.OtherDetail
