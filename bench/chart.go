@@ -27,8 +27,9 @@ type panel struct {
 }
 
 // chartPanels are the results as plots against objects: first sync time
-// of driftless and its baselines, and the memory of the process that ran
-// the agent (the floors and kubectl's memory is not measured).
+// of driftless and its baselines (and a restarted agent's time to serving,
+// when measured), and the memory of the process that ran the agent (the
+// floors' and kubectl's memory is not measured).
 func chartPanels(res *results) []panel {
 	timeLines := []series{
 		{name: "driftless (Sync created → Ready)", color: "#1f77b4"},
@@ -54,8 +55,17 @@ func chartPanels(res *results) []panel {
 		memLines[1].points = append(memLines[1].points, [2]float64{x, m.Managed.HeapMiB})
 		memLines[2].points = append(memLines[2].points, [2]float64{x, m.Before.RSSMiB})
 	}
+	restart := series{name: "driftless restarted over the objects in sync → serving", color: "#1f77b4", dashed: true}
+	for _, s := range res.Sizes {
+		if s.Restart != nil {
+			restart.points = append(restart.points, [2]float64{float64(s.Objects), s.Restart.Serving})
+		}
+	}
+	if len(restart.points) > 0 {
+		timeLines = append(timeLines, restart)
+	}
 	return []panel{
-		{title: "First sync: time against objects", yLabel: "seconds (median)", lines: timeLines},
+		{title: "First sync (and restart): time against objects", yLabel: "seconds (median)", lines: timeLines},
 		{title: "Memory against objects", yLabel: "MiB", lines: memLines},
 	}
 }
@@ -68,7 +78,7 @@ const (
 	plotTop     = 40.0  // top of the plot inside a panel
 	plotWidth   = 420.0 // width of the plot
 	plotHeight  = 250.0 // height of the plot
-	legendTop   = 340.0 // first legend line inside a panel
+	legendTop   = 352.0 // first legend line inside a panel
 )
 
 // writeChart writes the results as a hand-written SVG: one panel per plot,

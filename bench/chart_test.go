@@ -24,6 +24,7 @@ func TestChartIsWellFormedSVGWithOneLinePerSeriesAndLabelledAxes(t *testing.T) {
 		s.FirstSync.Kubectl.add(time.Duration(kubectl * float64(time.Second)))
 		s.Memory.Managed = memory{RSSMiB: rss, HeapMiB: rss / 2}
 		s.Memory.Before = memory{RSSMiB: 60, HeapMiB: 20}
+		s.Restart = &restart{Serving: driftless / 2}
 		return s
 	}
 	res := &results{
@@ -92,6 +93,7 @@ func TestChartIsWellFormedSVGWithOneLinePerSeriesAndLabelledAxes(t *testing.T) {
 	want := []string{
 		"driftless (Sync created → Ready)", "raw floor (server-side-apply loop)",
 		"validated floor (dry-run, then apply)", "kubectl apply --server-side",
+		"driftless restarted over the objects in sync → serving",
 		"driftless: RSS managing the objects (harness included)", "driftless: Go heap managing the objects",
 		"harness alone, before the agent started (RSS)",
 	}
