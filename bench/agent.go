@@ -98,6 +98,9 @@ type agent struct {
 	hooks string
 	// syncs is the agent's Sync controller, for its git mirror's counts.
 	syncs *controller.SyncReconciler
+	// stopped is set, with stopErr, once stop has run.
+	stopped bool
+	stopErr error
 }
 
 // startAgent starts an agent and waits until its caches are synced. With
@@ -184,11 +187,16 @@ func addReceiver(mgr ctrl.Manager, wake chan<- event.TypedGenericEvent[*v1alpha1
 	return "http://" + addr, mgr.Add(hooks)
 }
 
-// stop stops the agent and removes its checkouts.
+// stop stops the agent and removes its checkouts; stopping it again
+// returns the first stop's error.
 func (a *agent) stop() error {
+	if a.stopped {
+		return a.stopErr
+	}
 	a.cancel()
 	err := <-a.done
-	return errors.Join(err, os.RemoveAll(a.cacheDir))
+	a.stopped, a.stopErr = true, errors.Join(err, os.RemoveAll(a.cacheDir))
+	return a.stopErr
 }
 
 // newSync returns the benchmark's Sync of url.

@@ -42,6 +42,12 @@ const (
 	// discovery and the watches.
 	fleetPerSync  = 12
 	fleetConstant = 20
+	// restartPerObject and restartConstant bound what an agent restarted
+	// over objects in sync asks until it serves: today a full comparison,
+	// a read and a dry run per object, plus discovery and the watches. It
+	// writes nothing, to the objects or to the Sync.
+	restartPerObject = 2
+	restartConstant  = 30
 )
 
 // TestRequestBudgets runs the bench's phases at a small size against the
@@ -135,6 +141,20 @@ func TestRequestBudgets(t *testing.T) {
 			d.SyncBytesPerRevert, revertSyncBytes)
 	}
 	t.Logf("drift revert: %.1f requests each (%s), %.0f bytes about the Sync", d.RequestsPerRevert, d.Requests.ByVerb, d.SyncBytesPerRevert)
+
+	var rs restart
+	if err := b.restart(ctx, l, &rs); err != nil {
+		t.Fatal(err)
+	}
+	if rs.ManagedWrites != 0 || rs.OtherWrites != 0 {
+		t.Errorf("an agent restarted over objects in sync made %d writes to them and %d others (%s), want none: %s",
+			rs.ManagedWrites, rs.OtherWrites, rs.OtherDetail, rs.Settled.Detail)
+	}
+	if got, limit := rs.Settled.Total, restartPerObject*objects+restartConstant; got > limit {
+		t.Errorf("an agent restarted over %d objects in sync made %d requests, over the budget of %d (%d per object + %d): %s",
+			objects, got, limit, restartPerObject, restartConstant, rs.Settled.ByVerb)
+	}
+	t.Logf("restart: serving after %.2f s (%.1f× one full LIST); %d requests (%s)", rs.Serving, rs.Ratio, rs.Settled.Total, rs.Settled.ByVerb)
 }
 
 // TestFleetRequestBudget runs the bench's fleet case with 20 Syncs and

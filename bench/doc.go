@@ -14,14 +14,21 @@
 //   - steady state with nothing changing: API requests by verb (driftless's
 //     own, counted in its transport, and the API server's view), and CPU;
 //   - drift revert latency after kubectl-edit style updates;
-//   - the agent's memory, extrapolated to 10,000 objects.
+//   - the agent's memory, extrapolated to 10,000 objects;
+//   - a restart: a new agent over the objects in sync, its writes (0 is
+//     the target) and its time from start to serving against one full LIST
+//     of the objects (-restart=false skips it);
+//   - on control planes of their own, 100 Kustomize overlays in one Sync
+//     and a fleet of 1,000 one-app Syncs reading one repository.
 //
-// It writes bench/results/<date>-<commit>.json and prints a Markdown table
-// ending in a one-line summary. Run it with `make bench` (1,000 objects,
+// It writes bench/results/<date>-<commit>.json, an SVG chart of time and
+// memory against objects next to it (-chart FILE.json draws it again),
+// and prints a Markdown table ending in a one-line summary. Run it with `make bench` (1,000 objects,
 // a few minutes) or `make bench FULL=1` (100, 1,000 and 5,000 objects);
 // docs/performance.md explains the method and the latest figures.
 //
-// It is a program, not a test: `go test ./...` runs none of its
-// measurements (only a unit test of the push notice it sends), and nothing
-// here asserts a timing.
+// It is a program, not a test: nothing here asserts a timing. `go test`
+// runs its phases at a small size against request-count budgets
+// (budgets_test.go), and unit tests of the push notice, the chart and the
+// summary line.
 package main

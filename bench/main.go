@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -49,6 +50,8 @@ type options struct {
 	// overlays is the render cache case's number of Kustomize apps in
 	// one Sync; 0 skips it.
 	overlays int
+	// restart runs the restart case at each size.
+	restart bool
 }
 
 func main() {
@@ -72,8 +75,19 @@ func main() {
 	fs.IntVar(&o.overlays, "overlays", 100, "Kustomize overlays of one base in one Sync, in the render cache case; 0 skips it")
 	fs.IntVar(&o.syncs, "syncs", 1000, "Syncs of 4 objects each, all reading one repository, in the fleet case; 0 skips it")
 	fs.IntVar(&o.concurrent, "concurrent", 0, "the agent's --concurrent (Syncs reconciled and drifted objects checked at the same time); 0 leaves its default")
+	fs.BoolVar(&o.restart, "restart", true, "at each size, after the other phases, restart the agent over the objects in sync: writes until serving and time to serving against one full LIST; -restart=false skips it")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
+	chart := fs.String("chart", "", "only render the SVG chart of this results JSON next to it, and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	if *chart != "" {
+		out, err := chartFrom(*chart)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "wrote", out)
+		return
+	}
 
 	var err error
 	switch {
@@ -203,6 +217,17 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s (%.0f s)\n", name, res.Seconds)
+	if len(res.Sizes) > 0 {
+		var chart bytes.Buffer
+		if err := writeChart(&chart, res); err != nil {
+			return err
+		}
+		svg := strings.TrimSuffix(name, ".json") + ".svg"
+		if err := os.WriteFile(svg, chart.Bytes(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s\n", svg)
+	}
 	printReport(os.Stdout, res)
 	return nil
 }

@@ -66,6 +66,17 @@ func printReport(out io.Writer, res *results) {
 		row(n, "memory of the process managing the objects: Go heap / RSS (harness included)",
 			fmt.Sprintf("%.0f / %.0f MiB", m.Managed.HeapMiB, m.Managed.RSSMiB),
 			fmt.Sprintf("agent idle %.0f / %.0f; harness alone %.0f / %.0f", m.Idle.HeapMiB, m.Idle.RSSMiB, m.Before.HeapMiB, m.Before.RSSMiB), "")
+		if rs := s.Restart; rs != nil {
+			row(n, fmt.Sprintf("restart over the objects in sync: start → serving (watches listed, Sync reconciled and Ready); cache synced %s", secs(rs.CacheSynced)),
+				fmt.Sprintf("**%s (%.1f× one full LIST)**", secs(rs.Serving), rs.Ratio),
+				fmt.Sprintf("LIST of the %s objects, one per kind: %.0f ms; requests until serving: %s", n, rs.List.Median*1000, rs.Requests.ByVerb), "")
+			other := "none"
+			if rs.OtherWrites > 0 {
+				other = rs.OtherDetail
+			}
+			row(n, "restart: writes to managed objects until quiet (other writes apart)",
+				fmt.Sprintf("**%d**", rs.ManagedWrites), "other: "+other, "0")
+		}
 	}
 	if p := res.Memory10k; p != nil {
 		row(thousands(p.Objects), fmt.Sprintf("memory, **extrapolated** linearly from %s: RSS (heap)", p.From),
@@ -94,15 +105,17 @@ func printReport(out io.Writer, res *results) {
 	fmt.Fprintln(out, res.Summary)
 }
 
-// summary is the one-line summary, from the 1,000-object size when it
-// was measured.
+// summary is the one-line summary: the first-sync ratios, revert p50,
+// steady-state writes and restart from the 1,000-object size (else the
+// largest), the fleet case, and the memory and revert p99 of a size of
+// 10,000 objects or more; n/a where the run did not cover it.
 func summary(res *results) string {
 	fleet := "n/a"
 	if res.Fleet != nil {
 		fleet = fmt.Sprintf("%.1fs", res.Fleet.AllReady)
 	}
 	if len(res.Sizes) == 0 {
-		return "summary: syncs-1000=" + fleet
+		return fmt.Sprintf("summary: first-sync/floor=n/a first-sync/validated=n/a revert-p50=n/a steady-writes=n/a syncs-1000=%s rss-10k=n/a revert-p99-10k=n/a restart/list=n/a", fleet)
 	}
 	s := res.Sizes[len(res.Sizes)-1]
 	for _, c := range res.Sizes {
@@ -110,12 +123,24 @@ func summary(res *results) string {
 			s = c
 		}
 	}
-	ratio := fmt.Sprintf("%.2f", s.FirstSync.Ratio)
-	if s.FirstSync.Failed != "" {
-		ratio = "failed"
+	ratio, validated := "failed", "failed"
+	if s.FirstSync.Failed == "" {
+		ratio = fmt.Sprintf("%.2f", s.FirstSync.Ratio)
+		validated = fmt.Sprintf("%.2f", s.FirstSync.Driftless.Median/s.FirstSync.Validated.Median)
 	}
-	return fmt.Sprintf("summary: first-sync/floor=%s revert-p50=%.0fms steady-writes=%d syncs-1000=%s",
-		ratio, s.Drift.Latency.P50, s.Steady.Driftless.Writes, fleet)
+	rss, p99 := "n/a", "n/a"
+	for _, c := range res.Sizes {
+		if c.Apps >= 2500 {
+			rss = fmt.Sprintf("%.0fMiB", c.Memory.Managed.RSSMiB)
+			p99 = fmt.Sprintf("%.0fms", c.Drift.Latency.P99)
+		}
+	}
+	restart := "n/a"
+	if s.Restart != nil {
+		restart = fmt.Sprintf("%.1f", s.Restart.Ratio)
+	}
+	return fmt.Sprintf("summary: first-sync/floor=%s first-sync/validated=%s revert-p50=%.0fms steady-writes=%d syncs-1000=%s rss-10k=%s revert-p99-10k=%s restart/list=%s",
+		ratio, validated, s.Drift.Latency.P50, s.Steady.Driftless.Writes, fleet, rss, p99, restart)
 }
 
 func secs(s float64) string {

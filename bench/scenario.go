@@ -32,6 +32,8 @@ type sizeResult struct {
 	Steady     steady    `json:"steady"`
 	Drift      drift     `json:"drift"`
 	Memory     memResult `json:"memory"`
+	// Restart is nil with -restart=false.
+	Restart *restart `json:"restart,omitempty"`
 }
 
 // requestSummary is a requestCounts in JSON.
@@ -122,6 +124,12 @@ func runSize(ctx context.Context, o options, size int) (_ *sizeResult, err error
 	}
 	if err := b.drift(ctx, live, &r.Drift); err != nil {
 		return nil, err
+	}
+	if o.restart {
+		r.Restart = &restart{}
+		if err := b.restart(ctx, live, r.Restart); err != nil {
+			return nil, fmt.Errorf("restart: %w", err)
+		}
 	}
 	return r, nil
 }
