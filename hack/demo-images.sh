@@ -7,56 +7,14 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-bold=$'\033[1m'; dim=$'\033[2m'; reset=$'\033[0m'
-[[ -t 1 ]] || { bold=""; dim=""; reset=""; }
-say()  { printf '\n%s==> %s%s\n' "$bold" "$*" "$reset"; }
-note() { printf '%s    %s%s\n' "$dim" "$*" "$reset"; }
-show() { printf '%s$ %s%s\n' "$dim" "$*" "$reset"; }
-run()  { show "$@"; "$@"; }
+. hack/demo-lib.sh
 
 demo_dir="$root/.local/demo-images"
 export DRIFTLESS_LOCAL_DIR="$demo_dir/cluster"
-# As in hack/demo.sh: whatever the demo started is stopped on the way out,
-# whether it succeeded, failed or was interrupted; the clean-up writes to
-# the demo's own output, kept on fds 3 and 4.
-exec 3>&1 4>&2
+# Whatever the demo starts is stopped on the way out (hack/demo-lib.sh).
 agent_pid=""
 registry_pid=""
-cleanup() {
-  [[ "$BASHPID" == "$$" ]] || return 0
-  trap '' HUP INT TERM
-  exec 1>&3 2>&4
-  cd "$root"
-  if [[ -n "$agent_pid" ]]; then
-    say "Stopping the agent (pid $agent_pid)"
-    stop agent_pid
-  fi
-  if [[ -n "$registry_pid" ]]; then
-    say "Stopping the registry (pid $registry_pid)"
-    stop registry_pid
-  fi
-  say "Stopping the local control plane"
-  hack/local-cluster.sh down
-}
-# stop VAR sends the process whose pid is in VAR SIGTERM, gives it 30 s,
-# then SIGKILL, reaps it and empties VAR.
-stop() {
-  local pid="${!1}" state
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 300); do
-    kill -0 "$pid" 2>/dev/null || break
-    state=""; read -r _ _ state _ 2>/dev/null <"/proc/$pid/stat" || true
-    [[ "$state" != Z ]] || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  printf -v "$1" ''
-}
-trap cleanup EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
+demo_traps
 
 say "Starting a local Kubernetes cluster and an image registry, both on loopback"
 hack/local-cluster.sh down >/dev/null
@@ -69,6 +27,7 @@ git() { command git -c user.name="Platform Team" -c user.email=platform@example.
 
 bin/registry serve "$demo_dir/registry.addr" >"$demo_dir/registry.log" 2>&1 3>&- 4>&- &
 registry_pid=$!
+demo_stops "the registry" registry_pid
 for _ in $(seq 1 100); do [[ -s "$demo_dir/registry.addr" ]] && break; sleep 0.1; done
 [[ -s "$demo_dir/registry.addr" ]] || { echo "the registry did not start:"; cat "$demo_dir/registry.log"; exit 1; }
 registry="$(cat "$demo_dir/registry.addr")"
@@ -117,6 +76,7 @@ agent=(bin/driftless agent --kubeconfig "$KUBECONFIG"
 show "${agent[@]}" "&"
 "${agent[@]}" >"$demo_dir/agent.log" 2>&1 3>&- 4>&- &
 agent_pid=$!
+demo_stops "the agent" agent_pid
 note "agent pid $agent_pid, log in .local/demo-images/agent.log"
 
 # wait_for DESCRIPTION COMMAND... polls until COMMAND succeeds (60 s).

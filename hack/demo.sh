@@ -5,54 +5,14 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
-bold=$'\033[1m'; dim=$'\033[2m'; reset=$'\033[0m'
-[[ -t 1 ]] || { bold=""; dim=""; reset=""; }
-say()  { printf '\n%s==> %s%s\n' "$bold" "$*" "$reset"; }
-note() { printf '%s    %s%s\n' "$dim" "$*" "$reset"; }
-show() { printf '%s$ %s%s\n' "$dim" "$*" "$reset"; }
-run()  { show "$@"; "$@"; }
+. hack/demo-lib.sh
 
 demo_dir="$root/.local/demo"
 # A cluster of its own, started fresh, so every run tells the same story.
 export DRIFTLESS_LOCAL_DIR="$demo_dir/cluster"
-# Whatever the demo started is stopped on the way out, whether it succeeded,
-# failed or was interrupted (Ctrl-C, SIGTERM, a closed terminal). An
-# interrupt can land inside a command whose output is discarded, so the
-# clean-up writes to the demo's own output, kept on fds 3 and 4 (closed for
-# the cluster and the agent, which outlive the command that starts them).
-exec 3>&1 4>&2
+# Whatever the demo starts is stopped on the way out (hack/demo-lib.sh).
 agent_pid=""
-cleanup() {
-  [[ "$BASHPID" == "$$" ]] || return 0 # a subshell caught the signal too; the script cleans up
-  trap '' HUP INT TERM # a second Ctrl-C does not cut the clean-up short
-  exec 1>&3 2>&4
-  cd "$root"
-  if [[ -n "$agent_pid" ]]; then
-    say "Stopping the agent (pid $agent_pid)"
-    stop_agent
-  fi
-  say "Stopping the local control plane"
-  hack/local-cluster.sh down
-}
-# stop_agent sends the agent SIGTERM, gives it 30 s to shut down, then
-# SIGKILL, and reaps it.
-stop_agent() {
-  kill -TERM "$agent_pid" 2>/dev/null || true
-  for _ in $(seq 1 300); do
-    kill -0 "$agent_pid" 2>/dev/null || break
-    # A zombie still takes signal 0: the agent has exited, wait reaps it.
-    state=""; read -r _ _ state _ 2>/dev/null <"/proc/$agent_pid/stat" || true
-    [[ "$state" != Z ]] || break
-    sleep 0.1
-  done
-  kill -KILL "$agent_pid" 2>/dev/null || true
-  wait "$agent_pid" 2>/dev/null || true
-  agent_pid=""
-}
-trap cleanup EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
+demo_traps
 
 say "Starting a local Kubernetes cluster: etcd, kube-apiserver, controller-manager, scheduler (v1.37, built from Go modules) and a simulated node (kwok)"
 hack/local-cluster.sh down >/dev/null
@@ -138,6 +98,7 @@ show "${agent[@]}" "&"
 # Started directly, not through run: $! is then the agent itself.
 "${agent[@]}" >"$demo_dir/agent.log" 2>&1 3>&- 4>&- &
 agent_pid=$!
+demo_stops "the agent" agent_pid
 note "agent pid $agent_pid, log in .local/demo/agent.log"
 
 # wait_for DESCRIPTION COMMAND... polls until COMMAND succeeds (60 s).
