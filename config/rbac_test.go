@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/admission"
 	"github.com/driftless/driftless/internal/cli"
 	"github.com/driftless/driftless/internal/testenv"
 )
@@ -69,6 +70,10 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		rule("*", "*", "get,list,watch"),
 		// controller.Identities: act as the ServiceAccount a Sync names.
 		rule("", "serviceaccounts", "impersonate"),
+		// controller.Identities: mark those requests as the agent's
+		// (admission.AgentExtraKey), and nothing else.
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + admission.AgentExtraKey},
+			ResourceNames: []string{admission.AgentExtraValue}, Verbs: []string{"impersonate"}},
 	}
 	leader := []rbacv1.PolicyRule{
 		// controller-runtime leader election: the driftless-agent Lease.

@@ -49,7 +49,22 @@ type Input struct {
 	User         string
 	Groups       []string
 	FieldManager string
+	// AgentImpersonation is true when the request carries the user extra
+	// AgentExtraKey=AgentExtraValue, which only the agent's impersonating
+	// clients set (setting it takes the right to impersonate it).
+	AgentImpersonation bool
 }
+
+// AgentExtraKey and AgentExtraValue are the user extra the agent's
+// clients add when they impersonate a Sync's ServiceAccount
+// (Impersonate-Extra-agent.driftless.dev: true). A person who holds the
+// ServiceAccount's token (kubectl create token) writes as the same user
+// but without it, unless allowed to impersonate userextras/
+// agent.driftless.dev as well.
+const (
+	AgentExtraKey   = "agent.driftless.dev"
+	AgentExtraValue = "true"
+)
 
 // Identity says whose writes are the agent's own and who may break glass.
 type Identity struct {
@@ -120,8 +135,10 @@ func passesSilently(in Input, id Identity) bool { return isAgent(in, id) || isSy
 func isAgent(in Input, id Identity) bool { return agentWrite(in, id.AgentUser) }
 
 // actsForSync reports whether the write is the agent's as the
-// ServiceAccount the managing Sync acts as.
-func actsForSync(in Input) bool { return agentWrite(in, in.SyncUser) }
+// ServiceAccount the managing Sync acts as: by that user, impersonated
+// with the agent's extra (the ServiceAccount's own token does not carry
+// it).
+func actsForSync(in Input) bool { return in.AgentImpersonation && agentWrite(in, in.SyncUser) }
 
 // agentWrite reports whether the write is by user with the agent's field
 // manager. A delete names no field manager, so any delete by user (the

@@ -63,15 +63,27 @@ func TestDecide(t *testing.T) {
 		{name: "the agent's write as the Sync's ServiceAccount (impersonation) of a protected object passes silently",
 			in: with(func(in *Input) {
 				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"
-				in.User, in.FieldManager, in.Protected = in.SyncUser, "driftless", true
+				in.User, in.FieldManager, in.Protected, in.AgentImpersonation = in.SyncUser, "driftless", true, true
 			}),
 			wantAllowed: true},
 		{name: "the agent's prune as the Sync's ServiceAccount of a protected object passes silently",
 			in: with(func(in *Input) {
 				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"
-				in.User, in.FieldManager, in.Protected, in.Delete = in.SyncUser, "", true, true
+				in.User, in.FieldManager, in.Protected, in.Delete, in.AgentImpersonation = in.SyncUser, "", true, true, true
 			}),
 			wantAllowed: true},
+		{name: "the Sync's ServiceAccount's own token, without the agent's extra, may not write a protected object as field manager driftless",
+			in: with(func(in *Input) {
+				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"
+				in.User, in.FieldManager, in.Protected = in.SyncUser, "driftless", true
+			}),
+			wantMessage: "ConfigMap apps/app is protected by driftless (driftless.dev/protect=deny): it is managed by driftless driftless-system/default from workloads/app.yaml — change it in git, or as a member of the break-glass group oncall"},
+		{name: "the Sync's ServiceAccount's own token, without the agent's extra, may not delete a protected object",
+			in: with(func(in *Input) {
+				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"
+				in.User, in.FieldManager, in.Protected, in.Delete = in.SyncUser, "", true, true
+			}),
+			wantMessage: "ConfigMap apps/app is protected by driftless (driftless.dev/protect=deny): it is managed by driftless driftless-system/default from workloads/app.yaml — delete it in git, or as a member of the break-glass group oncall"},
 		{name: "kubectl as the Sync's ServiceAccount is still refused on a protected object",
 			in: with(func(in *Input) {
 				in.SyncUser = "system:serviceaccount:driftless-system:driftless-root"

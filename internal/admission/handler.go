@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -85,7 +86,8 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 // input gathers what Decide needs from the request, the Sync and (for a
 // scale) the scaled object.
 func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest) (Input, bool) {
-	in := Input{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, FieldManager: fieldManager(req.Options.Raw), Delete: req.Operation == admissionv1.Delete}
+	in := Input{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, FieldManager: fieldManager(req.Options.Raw), Delete: req.Operation == admissionv1.Delete,
+		AgentImpersonation: slices.Contains(req.UserInfo.Extra[AgentExtraKey], AgentExtraValue)}
 	// The writer is known before anything is read: the agent's own and
 	// the cluster's writes cost no lookup.
 	if passesSilently(in, h.Identity) {

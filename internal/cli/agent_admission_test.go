@@ -12,9 +12,12 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -239,7 +242,8 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 // A Sync that acts as a ServiceAccount (as the root Sync of `driftless
 // install` acts as driftless-root) has its objects written and pruned by
 // the agent as that ServiceAccount: the webhook lets those writes through
-// on a protected object, as it does the agent's own.
+// on a protected object, as it does the agent's own, but not the same
+// writes made with the ServiceAccount's own token.
 func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -274,6 +278,35 @@ func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
 	if _, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "locked", "-p", `{"data":{"greeting":"by hand"}}`); err == nil {
 		t.Fatalf("a person's patch of the protected object succeeded: %s", stderr)
+	}
+
+	// The ServiceAccount's own token (kubectl create token) is not the
+	// agent: it may neither write the protected object as field manager
+	// driftless nor delete it.
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
+	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+		t.Fatal(err)
+	}
+	tokenCfg := rest.AnonymousClientConfig(env.Config)
+	tokenCfg.BearerToken = tr.Status.Token
+	asSA, err := client.New(tokenCfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := asSA.Get(ctx, client.ObjectKey{Namespace: ns, Name: "locked"}, cm); err != nil {
+		t.Fatalf("the ServiceAccount's token cannot read the object (want it to, so that only the webhook refuses): %v", err)
+	}
+	edited := cm.DeepCopy()
+	edited.Data["greeting"] = "with the ServiceAccount's token"
+	if err := asSA.Patch(ctx, edited, client.MergeFrom(cm), client.FieldOwner("driftless")); err == nil || !strings.Contains(err.Error(), "is protected by driftless") {
+		t.Errorf("a patch of the protected object with the ServiceAccount's own token and field manager driftless: %v, want it refused as protected", err)
+	}
+	if err := asSA.Delete(ctx, cm); err == nil || !strings.Contains(err.Error(), "is protected by driftless") {
+		t.Errorf("a delete of the protected object with the ServiceAccount's own token: %v, want it refused as protected", err)
+	}
+	if got := configValue(t, ns, "locked"); got != "v1" {
+		t.Errorf("greeting = %q after the ServiceAccount's token tried to change and delete it, want v1", got)
 	}
 
 	rev = repo.Commit(t, "change", map[string]string{"apps/locked.yaml": locked("v2")})

@@ -211,6 +211,7 @@ func (d *Dispatcher) routeStatus(n statusNotice) {
 	if !memo.due(n) {
 		return
 	}
+	memo.sent = d.opts.Clock.Now()
 	for _, s := range d.senders {
 		if !s.target.status() || !s.target.selects(n.sync.Namespace, n.labels) {
 			continue
@@ -258,6 +259,10 @@ type delivery struct {
 	headers map[string]string
 	sync    types.NamespacedName
 	event   string
+	// credential: headers hold an API token, so redirects are not
+	// followed (Go keeps headers such as PRIVATE-TOKEN, and Authorization
+	// to the same host, across a redirect).
+	credential bool
 }
 
 // sender delivers one target's messages in order, one at a time.
@@ -329,7 +334,13 @@ func (s *sender) post(ctx context.Context, dl delivery) error {
 	for k, v := range dl.headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := s.opts.Client.Do(req)
+	client := s.opts.Client
+	if dl.credential {
+		c := *client
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		client = &c
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		// *url.Error names the URL, which may hold a token.
 		var ue *url.Error
@@ -343,6 +354,9 @@ func (s *sender) post(ctx context.Context, dl delivery) error {
 	switch {
 	case resp.StatusCode < 300:
 		return nil
+	case resp.StatusCode < 400:
+		// Only requests with a credential get here: the others follow.
+		return fmt.Errorf("%w: endpoint answered %s, a redirect, which is not followed because the request carries the target's token: set the target's address to the API's own", errFinal, resp.Status)
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
 		return fmt.Errorf("endpoint answered %s", resp.Status)
 	default:

@@ -47,6 +47,7 @@ type statusState struct {
 	Sync     string      `json:"sync"`
 	Revision string      `json:"revision"`
 	State    CommitState `json:"state"`
+	Sent     time.Time   `json:"sent,omitzero"`
 }
 
 func parseKey(s string) (types.NamespacedName, bool) {
@@ -71,9 +72,14 @@ func (d *Dispatcher) snapshot() ([]byte, error) {
 	})
 	s.Failing = s.Failing[:min(len(s.Failing), MaxPersisted)]
 	for k, m := range d.status {
-		s.Statuses = append(s.Statuses, statusState{Sync: k.String(), Revision: m.revision, State: m.last})
+		s.Statuses = append(s.Statuses, statusState{Sync: k.String(), Revision: m.revision, State: m.last, Sent: m.sent.UTC()})
 	}
-	slices.SortFunc(s.Statuses, func(a, b statusState) int { return strings.Compare(a.Sync, b.Sync) })
+	slices.SortFunc(s.Statuses, func(a, b statusState) int {
+		if c := b.Sent.Compare(a.Sent); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Sync, b.Sync)
+	})
 	s.Statuses = s.Statuses[:min(len(s.Statuses), MaxPersisted)]
 	return json.Marshal(s)
 }
@@ -97,7 +103,7 @@ func (d *Dispatcher) restore(data []byte, now time.Time) error {
 		if !ok || d.status[k] != nil {
 			continue
 		}
-		d.status[k] = &statusMemo{revision: st.Revision, last: st.State}
+		d.status[k] = &statusMemo{revision: st.Revision, last: st.State, sent: st.Sent}
 	}
 	return nil
 }

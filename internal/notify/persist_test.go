@@ -3,10 +3,13 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 )
@@ -102,5 +105,46 @@ func TestTheSavedStateIsBounded(t *testing.T) {
 	}
 	if len(data) > 900<<10 {
 		t.Errorf("the saved state is %d bytes; a ConfigMap holds at most 1 MiB", len(data))
+	}
+}
+
+func TestTheSavedStatusesAreTheMostRecentlySent(t *testing.T) {
+	cfg := Config{}
+	if err := cfg.complete(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	clk := testclock.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	d := NewDispatcher(cfg, Options{Clock: clk})
+	// By name the oldest come first: a cut by name would keep them.
+	for i := range MaxPersisted + 50 {
+		s := syncAt("https://127.0.0.1/org/fleet")
+		s.Name = fmt.Sprintf("s%05d", i)
+		d.routeStatus(statusNoticeOf(s, sha, StatePending, "", ""))
+		clk.Step(time.Second)
+	}
+	data, err := d.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s snapshot
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	saved := map[string]bool{}
+	for _, st := range s.Statuses {
+		saved[st.Sync] = true
+	}
+	if len(s.Statuses) != MaxPersisted || saved["team-a/s00049"] || !saved["team-a/s00050"] || !saved[fmt.Sprintf("team-a/s%05d", MaxPersisted+49)] {
+		t.Errorf("%d statuses saved (s00049 %v, s00050 %v, newest %v); want the %d most recently sent",
+			len(s.Statuses), saved["team-a/s00049"], saved["team-a/s00050"], saved[fmt.Sprintf("team-a/s%05d", MaxPersisted+49)], MaxPersisted)
+	}
+
+	// Restored, the times still order them.
+	again := NewDispatcher(cfg, Options{Clock: clk})
+	if err := again.restore(data, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if data2, _ := again.snapshot(); string(data2) != string(data) {
+		t.Errorf("the restored state saves differently:\n%.300s\nwant\n%.300s", data2, data)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -167,7 +168,7 @@ func (t *Target) statusDelivery(n statusNotice, cluster string) (delivery, error
 		"{revision}", n.revision).Replace(t.TargetURL)
 	ctx := StatusContext(cluster, n.sync)
 	desc := n.description(cluster)
-	d := delivery{sync: n.sync, event: "status-" + string(n.state), headers: map[string]string{}}
+	d := delivery{sync: n.sync, event: "status-" + string(n.state), headers: map[string]string{}, credential: true}
 	var body any
 	switch t.Type {
 	case TypeGitLabStatus:
@@ -227,6 +228,7 @@ func escapePath(p string) string {
 type statusMemo struct {
 	revision string
 	last     CommitState
+	sent     time.Time // when the last status was due
 }
 
 // due reports whether n is news after m, and records it.

@@ -1,7 +1,10 @@
 package notify
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,5 +203,52 @@ func TestStatusTargetsAreCheckedAtStart(t *testing.T) {
 	c := Config{Targets: []Target{{Type: TypeGitHubStatus, TokenFile: "tok"}}}
 	if err := c.complete(dir); err != nil || c.Targets[0].Address != "https://api.github.com" || c.Cluster != DefaultCluster {
 		t.Errorf("a GitHub target without address: %v, address %q, cluster %q; want api.github.com and the default cluster", err, c.Targets[0].Address, c.Cluster)
+	}
+}
+
+func TestACommitStatusTokenNeverFollowsARedirect(t *testing.T) {
+	tests := []struct {
+		name   string
+		typ    string
+		header string
+	}{
+		{name: "GitHub's Bearer token stays home, though the redirect is to the same host", typ: TypeGitHubStatus, header: "Authorization"},
+		{name: "GitLab's PRIVATE-TOKEN stays home", typ: TypeGitLabStatus, header: "PRIVATE-TOKEN"},
+		{name: "Gitea's token header stays home", typ: TypeGiteaStatus, header: "Authorization"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			away := newEndpoint(t)
+			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, away.URL+r.URL.Path, http.StatusTemporaryRedirect)
+			}))
+			t.Cleanup(redirector.Close)
+			cfg := statusTarget(t, tt.typ, redirector.URL)
+			if err := cfg.complete(t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+			target := &cfg.Targets[0]
+			dl, err := target.statusDelivery(statusNoticeOf(syncAt("https://127.0.0.1/org/fleet"), sha, StateSuccess, "", ""), cfg.Cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := DefaultOptions()
+			opts.Backoff = time.Millisecond
+			err = (&sender{target: target, opts: opts}).deliver(context.Background(), dl)
+			if err == nil || !strings.Contains(err.Error(), "target statuses") || !strings.Contains(err.Error(), "redirect") {
+				t.Errorf("delivery error %v, want a redirect refused, naming the target", err)
+			}
+			if err != nil && strings.Contains(err.Error(), "tok-3f9a") {
+				t.Errorf("the delivery error holds the token: %v", err)
+			}
+			for _, r := range away.got() {
+				if v := r.header.Get(tt.header); strings.Contains(v, "tok-3f9a") {
+					t.Errorf("the redirect's target received the token in %s", tt.header)
+				}
+			}
+			if n := len(away.got()); n != 0 {
+				t.Errorf("the redirect was followed: the other server received %d requests", n)
+			}
+		})
 	}
 }

@@ -14,20 +14,24 @@ type Limits struct {
 	// PerAddress and PerAddressBurst limit the authenticated deliveries
 	// from one remote address: the TCP peer, not X-Forwarded-For, which
 	// anyone can set, unless the peer is one of Options.TrustedProxies.
-	// Past it a request from the address gets 429 before its body is
-	// read. Requests that fail the signature check are charged to
-	// RefusedPerAddress and RefusedPerAddressBurst instead, a stricter
-	// budget of their own, so that a flood of bad requests cannot spend
-	// the budget of the real deliveries from the same address; past it
-	// they get 429 instead of 401, without a log line.
-	PerAddress             rate.Limit
-	PerAddressBurst        int
+	// Global and GlobalBurst limit the authenticated deliveries from all
+	// addresses together. Both are checked before the body is read (a
+	// request past either gets 429 at once) but only spent by a request
+	// whose signature passes, so that requests that fail it cannot spend
+	// them.
+	PerAddress      rate.Limit
+	PerAddressBurst int
+	Global          rate.Limit
+	GlobalBurst     int
+	// RefusedPerAddress and RefusedPerAddressBurst limit the requests
+	// from one address that fail the signature check;
+	// GlobalRefused and GlobalRefusedBurst those from all addresses
+	// together. Past either, such a request gets 429 instead of 401,
+	// without a log line or an event.
 	RefusedPerAddress      rate.Limit
 	RefusedPerAddressBurst int
-	// Global and GlobalBurst limit all requests together, authenticated
-	// or not: past it a request gets 429 before its body is read.
-	Global      rate.Limit
-	GlobalBurst int
+	GlobalRefused          rate.Limit
+	GlobalRefusedBurst     int
 	// ReplayWindow is how long a delivery ID is remembered: the same
 	// provider delivery received again within it is answered 200 and
 	// ignored.
@@ -47,7 +51,8 @@ type Limits struct {
 
 // DefaultLimits returns the agent's limits: 1 MiB bodies, 5 deliveries a
 // second (bursts of 30) and 1 refused request a second (bursts of 10)
-// per address, 50 requests a second (bursts of 100) in all,
+// per address, 50 deliveries a second (bursts of 100) and 10 refused
+// requests a second (bursts of 50) in all,
 // deliveries remembered for 10 minutes, the Secret cached for 10 seconds,
 // at most one Warning event a minute per endpoint.
 func DefaultLimits() Limits {
@@ -59,6 +64,8 @@ func DefaultLimits() Limits {
 		RefusedPerAddressBurst: 10,
 		Global:                 50,
 		GlobalBurst:            100,
+		GlobalRefused:          10,
+		GlobalRefusedBurst:     50,
 		ReplayWindow:           10 * time.Minute,
 		SecretTTL:              10 * time.Second,
 		EventInterval:          time.Minute,
@@ -70,10 +77,10 @@ func DefaultLimits() Limits {
 const maxTracked = 10000
 
 // limiter is two token buckets per remote address — authenticated
-// deliveries, refused requests — plus one for everything.
+// deliveries, refused requests — and the same two for all addresses.
 type limiter struct {
 	mu      sync.Mutex
-	global  *rate.Limiter
+	global  addrBucket
 	limits  Limits
 	perAddr map[string]*addrBucket
 }
@@ -85,7 +92,8 @@ type addrBucket struct {
 }
 
 func newLimiter(l Limits) *limiter {
-	return &limiter{global: rate.NewLimiter(l.Global, l.GlobalBurst), limits: l, perAddr: map[string]*addrBucket{}}
+	return &limiter{global: addrBucket{delivered: rate.NewLimiter(l.Global, l.GlobalBurst), refused: rate.NewLimiter(l.GlobalRefused, l.GlobalRefusedBurst)},
+		limits: l, perAddr: map[string]*addrBucket{}}
 }
 
 func (l *limiter) bucket(addr string, now time.Time) *addrBucket {
@@ -102,31 +110,44 @@ func (l *limiter) bucket(addr string, now time.Time) *addrBucket {
 	return b
 }
 
-// allow is the check before the body is read: addr's delivery budget has
-// a token left (not taken: only a delivery that proves authentic takes
-// it), and then the global bucket gives one. A request refused by its
-// address's budget costs the global one nothing.
+// allow is the check before the body is read: addr's delivery budget and
+// the global one have a token left. Neither is taken: only a delivery
+// that proves authentic takes them, so requests that fail the signature
+// check, from one address or many, cannot spend them.
 func (l *limiter) allow(addr string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.bucket(addr, now).delivered.TokensAt(now) >= 1 && l.global.AllowN(now, 1)
+	return l.bucket(addr, now).delivered.TokensAt(now) >= 1 && l.global.delivered.TokensAt(now) >= 1
 }
 
-// delivered charges an authenticated request to addr's delivery budget.
-// It reports false past the budget (requests checked at once may have
-// passed allow together).
+// delivered charges an authenticated request to addr's delivery budget
+// and the global one. It reports false past either (requests checked at
+// once may have passed allow together).
 func (l *limiter) delivered(addr string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.bucket(addr, now).delivered.AllowN(now, 1)
+	return take(now, l.bucket(addr, now).delivered, l.global.delivered)
 }
 
 // refused charges a request that failed the signature check to addr's
-// refused budget. It reports false past that budget.
+// refused budget and the global one. It reports false past either.
 func (l *limiter) refused(addr string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.bucket(addr, now).refused.AllowN(now, 1)
+	return take(now, l.bucket(addr, now).refused, l.global.refused)
+}
+
+// take takes a token from each bucket, or from none if one is empty.
+func take(now time.Time, buckets ...*rate.Limiter) bool {
+	for _, b := range buckets {
+		if b.TokensAt(now) < 1 {
+			return false
+		}
+	}
+	for _, b := range buckets {
+		b.AllowN(now, 1)
+	}
+	return true
 }
 
 // sweep drops buckets idle long enough to be full again, which is the

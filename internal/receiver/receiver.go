@@ -182,10 +182,10 @@ type Reply struct {
 }
 
 // ServeHTTP answers POST /hooks/<provider>. Checks run cheapest first:
-// rate limits (429: the sender's delivery budget, the overall limit),
-// leadership (503), body size (413), signature (401, and a Warning
-// event; 429 past the sender's refused budget), the sender's delivery
-// budget is charged, replayed delivery (200, ignored), event type
+// delivery budgets checked, not spent (429: the sender's, all
+// addresses'), leadership (503), body size (413), signature (401, and a
+// Warning event; 429 past the sender's or all addresses' refused
+// budget), the delivery budgets are spent, replayed delivery (200, ignored), event type
 // (200, ignored unless a push), payload (400), then the wake-up (200 with
 // the Syncs woken, or 503 if the queue could not take them, in which case
 // the delivery is forgotten so that a retry is not taken for a replay).
@@ -233,7 +233,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err := p.verify(req.Header, body, secret); err != nil {
 		if !r.limiter.refused(addr, now) {
 			w.Header().Set("Retry-After", "1")
-			r.answer(w, name, http.StatusTooManyRequests, "rate_limited", "too many unauthenticated requests: slow down")
+			r.answer(w, name, http.StatusTooManyRequests, "rate_limited", "too many requests that fail the signature check: slow down")
 			return
 		}
 		r.log.Info("refused an unauthenticated webhook request", "provider", name, "remote", addr, "reason", err.Error())

@@ -454,22 +454,66 @@ func TestAFloodIsRefusedWith429PerAddressAndInAll(t *testing.T) {
 		if code, _ := f.do(good); code == http.StatusTooManyRequests {
 			refused++
 		}
+		f.woken()
 	}
 	if refused != 3 {
 		t.Errorf("%d of %d pushes from one address refused with 429, want 3", refused, limits.PerAddressBurst+3)
 	}
 
-	// Many addresses together hit the global limit.
+	// Many addresses together hit the global delivery limit.
 	f = newFixture(t, map[string]string{GitHub: "s3cret"})
 	refused = 0
 	for i := range limits.GlobalBurst + 10 {
-		bad.remote = fmt.Sprintf("198.51.100.%d:5000", i%250)
-		if code, _ := f.do(bad); code == http.StatusTooManyRequests {
+		good.remote = fmt.Sprintf("198.51.100.%d:5000", i%250)
+		if code, _ := f.do(good); code == http.StatusTooManyRequests {
 			refused++
 		}
+		f.woken()
 	}
 	if refused != 10 {
-		t.Errorf("%d of %d requests from many addresses refused with 429, want 10", refused, limits.GlobalBurst+10)
+		t.Errorf("%d of %d pushes from many addresses refused with 429, want 10", refused, limits.GlobalBurst+10)
+	}
+}
+
+func TestAFloodOfBadSignaturesDoesNotStarveSignedPushes(t *testing.T) {
+	limits := DefaultLimits()
+	tests := []struct {
+		name    string
+		flooder func(i int) string
+	}{
+		{name: "one address floods", flooder: func(int) string { return "192.0.2.1:5000" }},
+		{name: "many addresses flood", flooder: func(i int) string { return fmt.Sprintf("198.51.%d.%d:5000", i/250, i%250) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, map[string]string{GitHub: "s3cret"})
+			bad := signed(GitHub, "guess", []byte("{}"), "")
+			// Ten seconds at twice the global rate: 100 bad requests a
+			// second, a push from another address and from the first
+			// flooding one each second.
+			unauthenticated := 0
+			for sec := range 10 {
+				for i := range 2 * int(limits.Global) {
+					bad.remote = tt.flooder(sec*2*int(limits.Global) + i)
+					if code, _ := f.do(bad); code == http.StatusUnauthorized {
+						unauthenticated++
+					}
+				}
+				for _, remote := range []string{"140.82.112.1:443", tt.flooder(0)} {
+					good := signed(GitHub, "s3cret", readPayload(t, "github-push.json"), "")
+					good.remote = remote
+					if code, reply := f.do(good); code != http.StatusOK || len(reply.Woken) == 0 {
+						t.Fatalf("second %d: a push from %s during the flood: %d %+v, want 200 with Syncs woken", sec, remote, code, reply)
+					}
+					f.woken()
+				}
+				f.now = f.now.Add(time.Second)
+			}
+			// The bad requests answered 401 (each logged) are bounded too.
+			if most := limits.GlobalRefusedBurst + 10*int(limits.GlobalRefused); unauthenticated > most {
+				t.Errorf("%d bad requests answered 401 in 10 s, want at most %d", unauthenticated, most)
+			}
+		})
 	}
 }
 
