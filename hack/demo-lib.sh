@@ -53,6 +53,31 @@ demo_cleanup() {
   hack/local-cluster.sh down
 }
 
+# start_agent starts the agent command in the array agent (shown first),
+# its output in $demo_dir/agent.log, and registers it for the clean-up.
+# Started directly, not through run: $! is then the agent itself.
+start_agent() {
+  show "${agent[@]}" "&"
+  "${agent[@]}" >"$demo_dir/agent.log" 2>&1 3>&- 4>&- &
+  agent_pid=$!
+  demo_stops "the agent" agent_pid
+  note "agent pid $agent_pid, log in ${demo_dir#"$root"/}/agent.log"
+}
+
+# wait_for DESCRIPTION COMMAND... polls until COMMAND succeeds (60 s); if
+# the agent exits or time runs out, it shows the agent's log and fails.
+wait_for() {
+  local what="$1"; shift
+  for _ in $(seq 1 120); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    if ! kill -0 "$agent_pid" 2>/dev/null; then
+      echo "the agent exited; its log:"; tail -20 "$demo_dir/agent.log"; exit 1
+    fi
+    sleep 0.5
+  done
+  echo "timed out waiting for $what; agent log:"; tail -20 "$demo_dir/agent.log"; exit 1
+}
+
 # demo_traps installs the clean-up. An interrupt can land inside a command
 # whose output is discarded, so the clean-up writes to the demo's own
 # output, kept on fds 3 and 4 (closed for the cluster and the processes the

@@ -94,25 +94,8 @@ agent=(bin/driftless agent --kubeconfig "$KUBECONFIG"
   --sops-age-key-secret driftless-system/sops-age
   --webhook-bind-address "127.0.0.1:$hook_port" --webhook-secret driftless-webhook
   --metrics-bind-address 0 --health-probe-bind-address 0)
-show "${agent[@]}" "&"
-# Started directly, not through run: $! is then the agent itself.
-"${agent[@]}" >"$demo_dir/agent.log" 2>&1 3>&- 4>&- &
-agent_pid=$!
-demo_stops "the agent" agent_pid
-note "agent pid $agent_pid, log in .local/demo/agent.log"
+start_agent
 
-# wait_for DESCRIPTION COMMAND... polls until COMMAND succeeds (60 s).
-wait_for() {
-  local what="$1"; shift
-  for _ in $(seq 1 120); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    if ! kill -0 "$agent_pid" 2>/dev/null; then
-      echo "the agent exited; its log:"; tail -20 "$demo_dir/agent.log"; exit 1
-    fi
-    sleep 0.5
-  done
-  echo "timed out waiting for $what; agent log:"; tail -20 "$demo_dir/agent.log"; exit 1
-}
 applied_revision() {
   kubectl -n driftless-system get sync default -o jsonpath='{.status.lastAppliedRevision}'
 }
