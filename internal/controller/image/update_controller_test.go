@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,46 +19,14 @@ import (
 // is pushed, the Sync's status names the file and line, and a warning
 // event says it; the other file's marker is still applied.
 func TestImageUpdateReportsAMarkerNamingAMissingPolicyAndCommitsTheRest(t *testing.T) {
-	ctx := context.Background()
-	ns := env.Namespace(t)
-	srv := testenv.NewGitServer(t)
-	repo := srv.NewRepo(t, "fleet")
-	head := repo.Commit(t, "apps", map[string]string{
-		"apps/bad.yaml":  "image: registry.example.com/app:1.0.0 # {\"$imagepolicy\": \"" + ns + ":missing\"}\n",
-		"apps/good.yaml": "image: registry.example.com/app:1.0.0 # {\"$imagepolicy\": \"" + ns + ":app\"}\n",
-	})
-	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: ns},
-		Data: map[string][]byte{"identity": srv.DeployKey, "known_hosts": srv.KnownHosts()}}); err != nil {
-		t.Fatal(err)
-	}
-	p := &v1alpha1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: semver("registry.example.com/app", "^1")}
-	if err := c.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	p.Status.LatestTag = "1.1.0"
-	if err := c.Status().Update(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	s := &v1alpha1.Sync{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
-		Spec: v1alpha1.SyncSpec{
-			Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.SSHURL(), Branch: "main",
-				SecretRef: &v1alpha1.LocalObjectReference{Name: "git"}}},
-			ImageUpdate: &v1alpha1.ImageUpdateSpec{Mode: v1alpha1.ImageUpdateCommit},
-		},
-	}
-	if err := c.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	r := &UpdateReconciler{Client: c, Reader: c, Scanner: policy.NewScanner(policy.DefaultScanOptions()), Recorder: recorder,
-		CacheDir: t.TempDir(), Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }}
-	key := client.ObjectKeyFromObject(s)
-	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Get(ctx, key, s); err != nil {
-		t.Fatal(err)
-	}
+	f := newUpdateFixture(t, func(ns string) map[string]string {
+		return map[string]string{
+			"apps/bad.yaml":  "image: registry.example.com/app:1.0.0 # {\"$imagepolicy\": \"" + ns + ":missing\"}\n",
+			"apps/good.yaml": "image: registry.example.com/app:1.0.0 # {\"$imagepolicy\": \"" + ns + ":app\"}\n",
+		}
+	}, &v1alpha1.ImageUpdateSpec{Mode: v1alpha1.ImageUpdateCommit})
+	ns, repo, head := f.ns, f.repo, f.head
+	s := f.reconcile(t)
 	u := s.Status.ImageUpdate
 	if u == nil || len(u.Problems) != 1 || !strings.Contains(u.Problems[0], "apps/bad.yaml:1: the marker names ImagePolicy "+ns+"/missing, which does not exist") {
 		t.Fatalf("status.imageUpdate = %+v, want the missing policy reported at apps/bad.yaml:1", u)
