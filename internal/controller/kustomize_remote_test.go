@@ -17,25 +17,7 @@ import (
 func remoteBaseFiles(greeting string) map[string]string {
 	return map[string]string{
 		"base/kustomization.yaml": "resources: [deployment.yaml]\nconfigMapGenerator:\n- name: web-config\n  literals: [GREETING=" + greeting + "]\n",
-		"base/deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  replicas: 0
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.27
-        envFrom:
-        - configMapRef:
-            name: web-config
-`,
+		"base/deployment.yaml":    webDeployment,
 	}
 }
 

@@ -11,12 +11,9 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 )
 
-// overlay is a base, a component and a production overlay that puts them
-// in namespace ns with a greeting.
-func overlay(ns, greeting string) map[string]string {
-	return map[string]string{
-		"apps/web/base/kustomization.yaml": "resources: [deployment.yaml]\nconfigMapGenerator:\n- name: web-config\n  literals: [GREETING=hello]\n",
-		"apps/web/base/deployment.yaml": `apiVersion: apps/v1
+// webDeployment is a Deployment that takes its environment from the
+// generated ConfigMap web-config.
+const webDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: web
@@ -34,7 +31,14 @@ spec:
         envFrom:
         - configMapRef:
             name: web-config
-`,
+`
+
+// overlay is a base, a component and a production overlay that puts them
+// in namespace ns with a greeting.
+func overlay(ns, greeting string) map[string]string {
+	return map[string]string{
+		"apps/web/base/kustomization.yaml":             "resources: [deployment.yaml]\nconfigMapGenerator:\n- name: web-config\n  literals: [GREETING=hello]\n",
+		"apps/web/base/deployment.yaml":                webDeployment,
 		"apps/web/components/quota/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [quota.yaml]\n",
 		"apps/web/components/quota/quota.yaml":         "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: web\nspec:\n  hard: {pods: \"10\"}\n",
 		"apps/web/overlays/production/kustomization.yaml": fmt.Sprintf(`namespace: %s
