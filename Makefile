@@ -59,7 +59,7 @@ demo: controlplane build ## run the demo on a local control plane
 demo-images: controlplane build ## run the image automation demo: a new tag in a loopback registry becomes a commit, then runs (docs/image-automation.md)
 	hack/demo-images.sh
 
-bench: controlplane ## measure against the performance targets in docs/performance.md: 1,000 objects, or 100/1,000/5,000 with FULL=1
+bench: controlplane ## measure against the performance targets in docs/performance.md: 1,000 objects, or 100/1,000/5,000/10,000 with FULL=1
 	$(GO) run ./bench $(if $(FULL),-full) $(BENCHFLAGS)
 
 check-leftovers: ## fail if a process started from this checkout (demo, tests, bench, local cluster) is still running

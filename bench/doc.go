@@ -24,7 +24,8 @@
 // It writes bench/results/<date>-<commit>.json, an SVG chart of time and
 // memory against objects next to it (-chart FILE.json draws it again),
 // and prints a Markdown table ending in a one-line summary. Run it with `make bench` (1,000 objects,
-// a few minutes) or `make bench FULL=1` (100, 1,000 and 5,000 objects);
+// a few minutes) or `make bench FULL=1` (100, 1,000, 5,000 and 10,000 objects, the last
+// timed once);
 // docs/performance.md explains the method and the latest figures.
 //
 // It is a program, not a test: nothing here asserts a timing. `go test`
