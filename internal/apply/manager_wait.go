@@ -67,12 +67,19 @@ func (m *Manager) waitHealthy(ctx context.Context, steps []plan.Step, timeout ti
 	defer cancel()
 	pending := append([]plan.Step(nil), steps...)
 	var last []Health
+	// read is each object's last verdict from a successful read: a read
+	// that fails as time runs out (the client's rate limiter refuses a
+	// request it cannot send before the deadline) must not hide it.
+	read := map[plan.ID]Health{}
 	for {
 		healths := m.health(ctx, pending)
 		var still []plan.Step
 		last = last[:0]
 		var failed bool
 		for i, h := range healths {
+			if h.Status != status.UnknownStatus {
+				read[h.ID] = h
+			}
 			if h.Status == status.CurrentStatus {
 				continue
 			}
@@ -95,6 +102,11 @@ func (m *Manager) waitHealthy(ctx context.Context, steps []plan.Step, timeout ti
 			cause := ctx.Err()
 			if errors.Is(cause, context.DeadlineExceeded) {
 				cause = fmt.Errorf("%w after %s", ErrHealthTimeout, timeout)
+			}
+			for i, h := range last {
+				if r, ok := read[h.ID]; ok && h.Status == status.UnknownStatus {
+					last[i] = r
+				}
 			}
 			return &UnhealthyError{Unhealthy: last, Cause: cause}
 		case <-time.After(time.Second):

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/internal/apply"
@@ -155,8 +156,12 @@ func TestAnUnhealthyWaveStopsTheApply(t *testing.T) {
 		fail    bool
 		timeout time.Duration
 		around  func(ctx context.Context, w apply.Wave, wait func(context.Context) error) error
-		wantIs  error
-		wantMsg []string
+		// readsFailAfter, when set, makes every read of the Deployment
+		// after this many fail, as the client's rate limiter refuses a
+		// request it cannot send before the deadline.
+		readsFailAfter int
+		wantIs         error
+		wantMsg        []string
 	}{
 		{
 			name:    "a Deployment past its progress deadline fails the wave at once",
@@ -168,6 +173,13 @@ func TestAnUnhealthyWaveStopsTheApply(t *testing.T) {
 			timeout: 1500 * time.Millisecond,
 			wantIs:  apply.ErrHealthTimeout,
 			wantMsg: []string{"health check timed out after 1.5s", "Deployment/$NS/api is InProgress"},
+		},
+		{
+			name:           "a read that fails as time runs out does not hide what the last read saw",
+			timeout:        1500 * time.Millisecond,
+			readsFailAfter: 1,
+			wantIs:         apply.ErrHealthTimeout,
+			wantMsg:        []string{"health check timed out after 1.5s", "Deployment/$NS/api is InProgress"},
 		},
 		{
 			name: "a wait that Wait.Around ends early stops the apply",
@@ -183,7 +195,11 @@ func TestAnUnhealthyWaveStopsTheApply(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ns := env.Namespace(t)
-			m := newManager(ns, func(o *apply.Options) {
+			var cl client.Client = c
+			if tt.readsFailAfter > 0 {
+				cl = &failingDeploymentReads{Client: c, after: tt.readsFailAfter}
+			}
+			m := newManagerWith(cl, ns, func(o *apply.Options) {
 				o.Wait.Timeout = tt.timeout
 				o.Wait.Around = tt.around
 				o.Wait.Progress = func(p apply.WaveProgress) {
@@ -217,6 +233,28 @@ func TestAnUnhealthyWaveStopsTheApply(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failingDeploymentReads fails every read of a Deployment after the first
+// after ones with the error client-go's rate limiter gives near a deadline.
+type failingDeploymentReads struct {
+	client.Client
+	mu    sync.Mutex
+	after int
+	reads int
+}
+
+func (f *failingDeploymentReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*unstructured.Unstructured); ok && obj.GetObjectKind().GroupVersionKind().Kind == "Deployment" {
+		f.mu.Lock()
+		f.reads++
+		n := f.reads
+		f.mu.Unlock()
+		if n > f.after {
+			return errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+		}
+	}
+	return f.Client.Get(ctx, key, obj, opts...)
 }
 
 func TestConfigMapsAreHealthyAtOnce(t *testing.T) {
