@@ -105,7 +105,7 @@ func (s *wallSampler) tally(dump string) {
 				break
 			}
 		}
-		if !seen && strings.Contains(g, "internal/apply.byRank") {
+		if !seen && (strings.Contains(g, "internal/apply.byRank") || strings.Contains(g, "internal/apply.(*Manager).write.func")) {
 			s.workers[workerState(g)]++
 		}
 	}

@@ -17,7 +17,8 @@ type Options struct {
 	// Owner is the driftless.dev/sync label value of the Sync whose
 	// objects this Manager writes; prune deletes only objects carrying it.
 	Owner string
-	// Concurrency bounds the requests in flight within one apply rank.
+	// Concurrency bounds the requests in flight (writes, dry runs, reads,
+	// deletes) of one stage of Apply or Prune.
 	Concurrency int
 	// WaitTimeout bounds waiting for a new CRD to be Established and for
 	// a deleted object to be gone before it is re-created.

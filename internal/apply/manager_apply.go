@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,8 +42,11 @@ type checked struct {
 }
 
 // Apply validates every object of p with a server-side dry-run and, when
-// all pass, applies those that differ from the cluster, wave by wave and
-// within a wave rank by rank.
+// all pass, applies those that differ from the cluster, wave by wave.
+// Within a wave, its CRDs and Namespaces are written first; then its
+// cluster-wide policies; then everything else, started in rank order with
+// each object waiting only for the objects of the plan it needs; then its
+// webhooks and APIServices.
 //
 // Objects equal to the cluster are not written (their resourceVersion does
 // not change). Objects that can only be validated once a Namespace or CRD
@@ -50,8 +55,8 @@ type checked struct {
 // *ValidationError listing what was written. After each wave but the last
 // (and after the last with Options.Wait.Last) Apply waits until the wave
 // is healthy; an unhealthy wave stops it with an *UnhealthyError. A
-// failure while writing stops at the failing rank. Either way the
-// ChangeSet so far is returned with the error.
+// failure while writing starts nothing more: what was in flight is
+// finished. Either way the ChangeSet so far is returned with the error.
 func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 	m.fresh = nil // Namespaces an earlier Apply created are not empty now
 	newNamespaces, newKinds := prerequisites(p.Apply)
@@ -100,10 +105,12 @@ func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 		if err := m.recheck(ctx, results[offset-len(wave)+n:], cs); err != nil {
 			return cs, err
 		}
-		done, err = m.write(ctx, group[n:])
-		cs = append(cs, done...)
-		if err != nil {
-			return cs, err
+		for _, stage := range stages(group[n:]) {
+			done, err := m.write(ctx, stage)
+			cs = append(cs, done...)
+			if err != nil {
+				return cs, err
+			}
 		}
 		w := Wave{Number: wave[0].Wave, Index: wi, Count: len(waves), Steps: wave, Changes: cs[waveStart:], SoFar: cs}
 		if !w.Last() || m.opts.Wait.Last {
@@ -257,14 +264,22 @@ func (m *Manager) dryRunAll(ctx context.Context, steps []plan.Step, newNamespace
 	})
 }
 
-// absentNamespaces returns which of names do not exist in the cluster.
+// absentNamespaces returns which of names do not exist in the cluster,
+// asking for up to Concurrency of them at a time.
 func (m *Manager) absentNamespaces(ctx context.Context, names map[string]bool) map[string]bool {
-	absent := map[string]bool{}
+	list := make([]string, 0, len(names))
 	for name := range names {
+		list = append(list, name)
+	}
+	found := byRank(ctx, m, list, func(string) plan.Rank { return 0 }, func(ctx context.Context, name string) bool {
 		ns := &unstructured.Unstructured{}
 		ns.SetAPIVersion("v1")
 		ns.SetKind("Namespace")
-		if err := m.client.Get(ctx, client.ObjectKey{Name: name}, ns); apierrors.IsNotFound(err) {
+		return !apierrors.IsNotFound(m.client.Get(ctx, client.ObjectKey{Name: name}, ns))
+	})
+	absent := map[string]bool{}
+	for i, name := range list {
+		if !found[i] {
 			absent[name] = true
 		}
 	}
@@ -425,44 +440,111 @@ func isImmutable(err error) bool {
 	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "immutable")
 }
 
-// write applies the checked steps that differ from the cluster, rank by
-// rank, and stops after the first rank with a failure.
-func (m *Manager) write(ctx context.Context, results []checked) (ChangeSet, error) {
-	var cs ChangeSet
+// stages splits the results of one wave, past its CRDs and Namespaces,
+// where a write must wait for everything before it: cluster-wide policy
+// (quotas, limit ranges, classes) that admission of the rest consults,
+// then everything else, then the webhooks and APIServices that will
+// intercept requests once written.
+func stages(results []checked) [][]checked {
+	var out [][]checked
 	for start := 0; start < len(results); {
 		end := start + 1
-		for end < len(results) && results[end].step.Rank == results[start].step.Rank {
+		for end < len(results) && stageOf(results[end].step.Rank) == stageOf(results[start].step.Rank) {
 			end++
 		}
-		errs := byRank(ctx, m, results[start:end], func(checked) plan.Rank { return 0 }, func(ctx context.Context, r checked) error {
-			switch r.action {
-			case Unchanged, Skipped:
-				return nil
-			}
-			if r.recreate {
-				if err := m.deleteAndWait(ctx, r.desired); err != nil {
-					return err
-				}
-			}
-			obj := r.desired.DeepCopy()
-			return m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-				client.FieldOwner(m.opts.FieldManager), client.ForceOwnership)
-		})
-		var failed []error
-		for i, r := range results[start:end] {
-			origin := r.step.Object.Origin.String()
-			if errs[i] != nil {
-				failed = append(failed, &ObjectError{ID: r.step.ID, Origin: origin, Err: fmt.Errorf("apply failed: %w", errs[i])})
-				continue
-			}
-			cs = append(cs, Change{ID: r.step.ID, Origin: origin, Action: r.action, Reason: r.reason, Adopted: r.adopted})
-		}
-		if len(failed) > 0 {
-			return cs, errors.Join(failed...)
-		}
+		out = append(out, results[start:end])
 		start = end
 	}
-	return cs, nil
+	return out
+}
+
+func stageOf(r plan.Rank) int {
+	switch {
+	case r < plan.RankClusterPolicy:
+		return 0
+	case r == plan.RankClusterPolicy:
+		return 1
+	case r < plan.RankWebhook:
+		return 2
+	}
+	return 3
+}
+
+// write applies the checked steps that differ from the cluster, starting
+// them in order with up to Concurrency requests in flight. A step waits
+// only for the steps of results it needs (plan.Step.Needs), not for the
+// rest of its rank. After a failure no further step is started, nor one
+// whose need failed; what is in flight is finished.
+func (m *Manager) write(ctx context.Context, results []checked) (ChangeSet, error) {
+	index := make(map[plan.ID]int, len(results))
+	for i, r := range results {
+		index[r.step.ID] = i
+	}
+	done := make([]chan struct{}, len(results))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	errs := make([]error, len(results))
+	written := make([]bool, len(results))
+	var failed atomic.Bool
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(m.opts.Concurrency)
+	started := 0
+	for i, r := range results {
+		if failed.Load() {
+			break
+		}
+		started++
+		g.Go(func() error {
+			defer close(done[i])
+			for _, id := range r.step.Needs {
+				// Only what was started earlier is waited for: it holds a
+				// slot of its own, so the wait always ends.
+				if j, ok := index[id]; ok && j < i {
+					<-done[j]
+					if !written[j] {
+						return nil
+					}
+				}
+			}
+			if err := m.writeOne(gctx, r); err != nil {
+				errs[i] = err
+				failed.Store(true)
+				return nil
+			}
+			written[i] = true
+			return nil
+		})
+	}
+	_ = g.Wait()
+	var cs ChangeSet
+	var failures []error
+	for i, r := range results[:started] {
+		origin := r.step.Object.Origin.String()
+		switch {
+		case errs[i] != nil:
+			failures = append(failures, &ObjectError{ID: r.step.ID, Origin: origin, Err: fmt.Errorf("apply failed: %w", errs[i])})
+		case written[i]:
+			cs = append(cs, Change{ID: r.step.ID, Origin: origin, Action: r.action, Reason: r.reason, Adopted: r.adopted})
+		}
+	}
+	return cs, errors.Join(failures...)
+}
+
+// writeOne applies one checked step, unless it is Unchanged or Skipped.
+func (m *Manager) writeOne(ctx context.Context, r checked) error {
+	switch r.action {
+	case Unchanged, Skipped:
+		return nil
+	}
+	if r.recreate {
+		if err := m.deleteAndWait(ctx, r.desired); err != nil {
+			return err
+		}
+	}
+	obj := r.desired.DeepCopy()
+	return m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(m.opts.FieldManager), client.ForceOwnership)
 }
 
 func (m *Manager) deleteAndWait(ctx context.Context, obj *unstructured.Unstructured) error {

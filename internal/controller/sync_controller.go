@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"k8s.io/client-go/discovery"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -229,7 +231,10 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o ou
 // recordInventory writes entries to status.inventory before a sync's
 // first write (engine.Input.Record): an agent killed in the middle of the
 // sync then finds every object it may have written in the inventory, and
-// prunes those the next revision drops.
+// prunes those the next revision drops. The patch holds the inventory and
+// the resourceVersion it was read at (a merge patch replaces a list
+// whole), without diffing two copies of a status that may hold thousands
+// of entries.
 func (r *SyncReconciler) recordInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry) error {
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -239,9 +244,15 @@ func (r *SyncReconciler) recordInventory(ctx context.Context, s *v1alpha1.Sync, 
 			}
 		}
 		first = false
-		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		s.Status.Inventory = inventory.ToStatus(inventory.Union(readableInventory(&s.Status), entries))
-		return r.Client.Status().Patch(ctx, s, patch)
+		inv := inventory.ToStatus(inventory.Union(readableInventory(&s.Status), entries))
+		body, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": s.ResourceVersion},
+			"status":   map[string]any{"inventory": inv},
+		})
+		if err != nil {
+			return err
+		}
+		return r.Client.Status().Patch(ctx, s, client.RawPatch(types.MergePatchType, body))
 	})
 	if err != nil {
 		return fmt.Errorf("record the inventory of Sync %s/%s: %w", s.Namespace, s.Name, err)

@@ -38,11 +38,13 @@ type Watches struct {
 // Ensure starts a watch for each kind not yet watched and waits (briefly)
 // until it has listed; since is when the caller's sync began, so that an
 // object someone else wrote after that is checked as soon as it is listed.
-// A kind that cannot be watched (RBAC, a broken conversion webhook) is
-// reported and retried at the next sync; it does not hold up other kinds.
+// The kinds are started and listed at the same time. A kind that cannot
+// be watched (RBAC, a broken conversion webhook) is reported and retried
+// at the next sync; it does not hold up other kinds.
 func (w *Watches) Ensure(ctx context.Context, gvks []schema.GroupVersionKind, since time.Time) error {
-	var errs []error
-	for _, gvk := range gvks {
+	errs := make([]error, len(gvks))
+	var wg sync.WaitGroup
+	for i, gvk := range gvks {
 		w.mu.Lock()
 		watched := w.kinds[gvk] || w.starting[gvk]
 		if !watched {
@@ -52,19 +54,22 @@ func (w *Watches) Ensure(ctx context.Context, gvks []schema.GroupVersionKind, si
 		if watched {
 			continue
 		}
-		err := w.start(ctx, gvk, since)
-		w.mu.Lock()
-		delete(w.starting, gvk)
-		if err == nil {
-			w.kinds[gvk] = true
-		}
-		w.mu.Unlock()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("watch %s: %w", gvk, err))
-			continue
-		}
-		ctrl.LoggerFrom(ctx).Info("watching managed objects for drift", "kind", gvk.String())
+		wg.Go(func() {
+			err := w.start(ctx, gvk, since)
+			w.mu.Lock()
+			delete(w.starting, gvk)
+			if err == nil {
+				w.kinds[gvk] = true
+			}
+			w.mu.Unlock()
+			if err != nil {
+				errs[i] = fmt.Errorf("watch %s: %w", gvk, err)
+				return
+			}
+			ctrl.LoggerFrom(ctx).Info("watching managed objects for drift", "kind", gvk.String())
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
