@@ -58,10 +58,13 @@ func printReport(out io.Writer, res *results) {
 			strconv.Itoa(st.Server.Total), st.Server.ByVerb, "")
 		row(n, "steady state: CPU of the agent's process (harness idle), per interval",
 			fmt.Sprintf("%.3f s", st.CPU/float64(max(st.Intervals, 1))), fmt.Sprintf("git children %.3f s", st.ChildCPU/float64(max(st.Intervals, 1))), "")
-		d := s.Drift.Latency
-		row(n, fmt.Sprintf("drift revert after `kubectl edit`, %d edits: p50 / p90 / p99", d.N),
-			fmt.Sprintf("**%.0f / %.0f / %.0f ms**", d.P50, d.P90, d.P99), fmt.Sprintf("%.0f–%.0f ms", d.Min, d.Max), "p50 ≤ 1 s, p99 ≤ 3 s")
-		row(n, "drift revert: driftless's API requests per revert", fmt.Sprintf("%.1f", s.Drift.RequestsPerRevert), s.Drift.Requests.ByVerb, "")
+		if d := s.Drift.Latency; d.N > 0 {
+			row(n, fmt.Sprintf("drift revert after `kubectl edit`, %d edits: p50 / p90 / p99", d.N),
+				fmt.Sprintf("**%.0f / %.0f / %.0f ms**", d.P50, d.P90, d.P99), fmt.Sprintf("%.0f–%.0f ms", d.Min, d.Max), "p50 ≤ 1 s, p99 ≤ 3 s")
+			row(n, "drift revert: driftless's API requests per revert", fmt.Sprintf("%.1f", s.Drift.RequestsPerRevert), s.Drift.Requests.ByVerb, "")
+		} else {
+			row(n, "drift revert after `kubectl edit`", "not run (-edits 0)", "", "")
+		}
 		m := s.Memory
 		row(n, "memory of the process managing the objects: Go heap / RSS (harness included)",
 			fmt.Sprintf("%.0f / %.0f MiB", m.Managed.HeapMiB, m.Managed.RSSMiB),
