@@ -191,8 +191,11 @@ func runTree(ctx context.Context, o *treeOptions, arg string, out io.Writer) err
 		}
 		r.DependsOn = append(r.DependsOn, dep)
 	}
-	entries, err := inventory.FromStatus(&s.Status)
-	r.Unreadable = errorLines(err)
+	entries, unreadable, err := inventory.Read(ctx, c, s)
+	if err != nil {
+		return err
+	}
+	r.Unreadable = errorLines(unreadable)
 	for _, e := range entries {
 		id := e.ID
 		r.Objects = append(r.Objects, treeObject{Namespace: id.Namespace, Group: id.Group, Kind: id.Kind, Name: id.Name, Version: e.Version})
