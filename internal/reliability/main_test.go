@@ -18,8 +18,8 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
-	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/cli"
+	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
