@@ -23,7 +23,7 @@ type Inventory struct {
 	// EntryCount is len(entries), for kubectl get.
 	// +optional
 	EntryCount int `json:"entryCount,omitempty"`
-	// Entries lists the objects, in the order the Sync applied them.
+	// Entries lists the objects; their order is not significant.
 	// +optional
 	// +listType=atomic
 	Entries []InventoryEntry `json:"entries,omitempty"`

@@ -50,11 +50,13 @@ func (r *SyncReconciler) recordInventory(ctx context.Context, s *v1alpha1.Sync, 
 
 // saveInventory makes the Sync's Inventory list entries, with one
 // server-side apply that creates it when it is not there yet; it writes
-// nothing when the Store's copy already lists them. The Sync's status is
-// not touched: writeStatus points at the Inventory and counts it.
+// nothing when the Store's copy already lists the same entries, in any
+// order (a sync that added objects ends with the entries its write-ahead
+// record listed, in the plan's order). The Sync's status is not touched:
+// writeStatus points at the Inventory and counts it.
 func (r *SyncReconciler) saveInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry) error {
 	key := s.Namespace + "/" + s.Name
-	if known, ok := r.Store.Inventory(key, s.UID); ok && slices.Equal(known, entries) {
+	if known, ok := r.Store.Inventory(key, s.UID); ok && sameEntries(known, entries) {
 		return nil
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(inventory.Object(s, entries))
@@ -68,4 +70,22 @@ func (r *SyncReconciler) saveInventory(ctx context.Context, s *v1alpha1.Sync, en
 	}
 	r.Store.SetInventory(key, s.UID, slices.Clone(entries))
 	return nil
+}
+
+// sameEntries reports whether a and b list the same entries, in any
+// order.
+func sameEntries(a, b []plan.Entry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := make(map[plan.Entry]bool, len(a))
+	for _, e := range a {
+		in[e] = true
+	}
+	for _, e := range b {
+		if !in[e] {
+			return false
+		}
+	}
+	return true
 }
