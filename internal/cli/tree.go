@@ -40,8 +40,8 @@ func newTreeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tree NAMESPACE/NAME",
 		Short: "Show a Sync's objects with their health and the file each came from",
-		Long: `Show a Sync and the objects of its inventory (status.inventory: what its
-last successful sync applied), grouped by namespace (cluster-scoped objects
+		Long: `Show a Sync and the objects of its inventory (the Inventory of the Sync's
+name: what its last successful sync applied), grouped by namespace (cluster-scoped objects
 first) and sorted by kind and name. Each object has its health, as the
 agent's wait judges it (kstatus: Current, InProgress, Failed, Terminating,
 Unknown), or Missing when it is no longer in the cluster, and the file in
