@@ -32,8 +32,9 @@ const (
 	// revertSyncBytes bounds the bytes one drift revert sends and
 	// receives about the Sync (syncs, syncs/status): the incident, as a
 	// patch of status.drift and the conditions, and the Sync's metadata
-	// back. A copy of the Sync, whose status holds the inventory, takes
-	// more than this already at 100 objects, and grows with them.
+	// back. A copy of the Sync would take more once status.drift is full;
+	// the inventory is in the Sync's Inventory, which a revert never
+	// touches.
 	revertSyncBytes = 8 << 10
 	// fleetPerSync and fleetConstant bound the first syncs of a fleet of
 	// one-app Syncs (4 objects each, in Namespaces that exist): per

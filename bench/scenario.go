@@ -138,31 +138,35 @@ func step(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-// install creates the Sync CRD and the Syncs' namespace.
+// install creates the Sync and Inventory CRDs and the Syncs' namespace.
 func (b *bench) install(ctx context.Context) error {
-	def, err := crd.SyncCRD()
+	defs, err := crd.SyncCRDs()
 	if err != nil {
 		return err
 	}
-	if err := b.admin.Create(ctx, def); err != nil {
-		return fmt.Errorf("install the Sync CRD: %w", err)
+	for _, def := range defs {
+		if err := b.admin.Create(ctx, def); err != nil {
+			return fmt.Errorf("install the CRD %s: %w", def.Name, err)
+		}
 	}
 	deadline := time.Now().Add(time.Minute)
-	for {
-		var got apiextensionsv1.CustomResourceDefinition
-		if err := b.admin.Get(ctx, client.ObjectKey{Name: def.Name}, &got); err == nil {
-			established := false
-			for _, c := range got.Status.Conditions {
-				established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+	for _, def := range defs {
+		for {
+			var got apiextensionsv1.CustomResourceDefinition
+			if err := b.admin.Get(ctx, client.ObjectKey{Name: def.Name}, &got); err == nil {
+				established := false
+				for _, c := range got.Status.Conditions {
+					established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+				}
+				if established {
+					break
+				}
 			}
-			if established {
-				break
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the CRD %s did not become Established", def.Name)
 			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			return errors.New("the Sync CRD did not become Established")
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	if err := b.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: syncNamespace}}); err != nil {
 		return err

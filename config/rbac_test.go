@@ -46,6 +46,10 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		rule("driftless.dev", "syncs", "get,list,watch,create,patch"),
 		// writeStatus, writeProgress, recordIncident: status patches.
 		rule("driftless.dev", "syncs/status", "patch"),
+		// saveInventory and the manager's cache (inventory.Read): each
+		// Sync's Inventory is read, listed, watched and server-side
+		// applied (create on its first apply).
+		rule("driftless.dev", "inventories", "get,list,watch,create,patch"),
 		// image.PolicyReconciler and the manager's cache: ImagePolicies
 		// are listed and watched, their status patched (the image update
 		// controller patches Syncs' status and requested-at, above).

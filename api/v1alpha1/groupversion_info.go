@@ -16,7 +16,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &Sync{}, &SyncList{}, &ImagePolicy{}, &ImagePolicyList{})
+	scheme.AddKnownTypes(GroupVersion, &Sync{}, &SyncList{}, &ImagePolicy{}, &ImagePolicyList{}, &Inventory{}, &InventoryList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -347,7 +347,8 @@ type KustomizeSpec struct {
 
 // InventoryEntry identifies one object a Sync applied.
 type InventoryEntry struct {
-	// ID is "<namespace>_<name>_<group>_<kind>".
+	// ID is "<group>/<Kind>/<namespace>/<name>" (or the legacy
+	// "<namespace>_<name>_<group>_<kind>").
 	ID string `json:"id"`
 	// Version is the API version the object was applied with.
 	Version string `json:"v"`
@@ -487,7 +488,13 @@ type SyncStatus struct {
 	// LastAttemptedRevision is the revision of the last attempt.
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
-	// Inventory lists the objects applied by the last successful sync.
+	// InventoryRef names the Inventory (same namespace) that lists the
+	// objects the Sync applied, and counts them.
+	// +optional
+	InventoryRef *InventoryRef `json:"inventoryRef,omitempty"`
+	// Inventory is where agents before the Inventory kind listed the
+	// objects applied. The agent reads it once, moves it to the Inventory
+	// named by inventoryRef and clears it; it never writes it.
 	// +optional
 	Inventory []InventoryEntry `json:"inventory,omitempty"`
 	// History holds the last syncs, newest first.

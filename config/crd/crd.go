@@ -34,9 +34,33 @@ func ImagePolicyCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	return decode("bases/driftless.dev_imagepolicies.yaml", imagePolicyYAML)
 }
 
+//go:embed bases/driftless.dev_inventories.yaml
+var inventoryYAML []byte
+
+// InventoryCRD returns the CustomResourceDefinition of the Inventory kind
+// (inventories.driftless.dev), where the agent records what each Sync
+// applied, as SyncCRD does for Sync.
+func InventoryCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	return decode("bases/driftless.dev_inventories.yaml", inventoryYAML)
+}
+
+// SyncCRDs returns the CRDs that serving Syncs needs: Sync, then
+// Inventory.
+func SyncCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	s, err := SyncCRD()
+	if err != nil {
+		return nil, err
+	}
+	i, err := InventoryCRD()
+	if err != nil {
+		return nil, err
+	}
+	return []*apiextensionsv1.CustomResourceDefinition{s, i}, nil
+}
+
 // All returns every CRD the agent installs, Sync first.
 func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	s, err := SyncCRD()
+	defs, err := SyncCRDs()
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +68,7 @@ func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*apiextensionsv1.CustomResourceDefinition{s, p}, nil
+	return append(defs, p), nil
 }
 
 func decode(name string, data []byte) (*apiextensionsv1.CustomResourceDefinition, error) {

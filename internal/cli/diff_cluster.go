@@ -68,9 +68,12 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 		return nil, err
 	}
 
-	previous, err := inventory.FromStatus(&s.Status)
+	previous, unreadable, err := inventory.Read(ctx, c, &s)
 	if err != nil {
-		fmt.Fprintf(warn, "Warning: Sync %s: %v; they are left out of the diff\n", key, err)
+		return nil, err
+	}
+	if unreadable != nil {
+		fmt.Fprintf(warn, "Warning: Sync %s: %v; they are left out of the diff\n", key, unreadable)
 	}
 	res := engine.Run(ctx, c, engine.Input{Sync: &s, Objects: objects, Inventory: previous, DryRun: true})
 	if res.Err != nil {

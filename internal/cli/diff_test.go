@@ -517,29 +517,38 @@ func diffClusterClient(t *testing.T) client.Client {
 			diffClusterErr = err
 			return
 		}
-		def, err := crd.SyncCRD()
+		defs, err := crd.SyncCRDs()
 		if err != nil {
 			diffClusterErr = err
 			return
 		}
-		if err := cl.Create(context.Background(), def); err != nil && !apierrors.IsAlreadyExists(err) {
-			diffClusterErr = fmt.Errorf("install the Sync CRD: %w", err)
-			return
+		for _, def := range defs {
+			if err := cl.Create(context.Background(), def); err != nil && !apierrors.IsAlreadyExists(err) {
+				diffClusterErr = fmt.Errorf("install the CRD %s: %w", def.Name, err)
+				return
+			}
 		}
 		deadline := time.Now().Add(time.Minute)
-		for ; time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			var got apiextensionsv1.CustomResourceDefinition
-			if err := cl.Get(context.Background(), client.ObjectKey{Name: def.Name}, &got); err != nil {
-				continue
-			}
-			for _, c := range got.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					diffClusterC = cl
-					return
+		established := 0
+		for _, def := range defs {
+			for ; time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				var got apiextensionsv1.CustomResourceDefinition
+				if err := cl.Get(context.Background(), client.ObjectKey{Name: def.Name}, &got); err != nil {
+					continue
+				}
+				if slices.ContainsFunc(got.Status.Conditions, func(c apiextensionsv1.CustomResourceDefinitionCondition) bool {
+					return c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
+				}) {
+					established++
+					break
 				}
 			}
 		}
-		diffClusterErr = fmt.Errorf("the Sync CRD did not become Established")
+		if established < len(defs) {
+			diffClusterErr = fmt.Errorf("the Sync and Inventory CRDs did not become Established")
+			return
+		}
+		diffClusterC = cl
 	})
 	if diffClusterErr != nil {
 		t.Fatal(diffClusterErr)

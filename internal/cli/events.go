@@ -260,7 +260,10 @@ func selectEvents(ctx context.Context, c client.Reader, o *eventsOptions, arg, n
 	}
 	// The managed objects, by the namespace of their Events.
 	managed := map[string]map[plan.ID]bool{key.Namespace: {}}
-	entries, _ := inventory.FromStatus(&s.Status) // an unreadable entry names no object to show
+	entries, _, err := inventory.Read(ctx, c, s) // an unreadable entry names no object to show
+	if err != nil {
+		return eventSelection{}, err
+	}
 	for _, e := range entries {
 		id := e.ID
 		evNS := id.Namespace

@@ -263,7 +263,7 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 		if err := c.List(ctx, &list); err == nil {
 			r.listChecked = true
 			for _, s := range list.Items {
-				if inInventory(&s, id) {
+				if inInventory(ctx, c, &s, id) {
 					r.ListedBy = append(r.ListedBy, s.Namespace+"/"+s.Name)
 				}
 			}
@@ -279,7 +279,7 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 		return fmt.Errorf("read Sync %s, which manages %s: %w", req.Sync, id, err)
 	}
 	r.SyncFound = true
-	r.InInventory = inInventory(&s, id)
+	r.InInventory = inInventory(ctx, c, &s, id)
 	for _, d := range s.Status.Drift {
 		if d.Object != id.String() || len(r.Drift) == explainDriftShown {
 			continue
@@ -337,9 +337,9 @@ func readObjectError(err error, id plan.ID, host string) error {
 }
 
 // inInventory reports whether s's inventory lists id. Entries it cannot
-// read list nothing.
-func inInventory(s *v1alpha1.Sync, id plan.ID) bool {
-	entries, _ := inventory.FromStatus(&s.Status)
+// read, and an Inventory it may not read, list nothing.
+func inInventory(ctx context.Context, c client.Reader, s *v1alpha1.Sync, id plan.ID) bool {
+	entries, _, _ := inventory.Read(ctx, c, s)
 	for _, e := range entries {
 		if e.ID == id {
 			return true

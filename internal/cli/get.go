@@ -155,7 +155,7 @@ func newSyncRow(s *v1alpha1.Sync, now time.Time) syncRow {
 		Name:           s.Name,
 		Revision:       s.Status.LastAppliedRevision,
 		Ready:          "Unknown",
-		Objects:        len(s.Status.Inventory),
+		Objects:        objectCount(s),
 		DriftIncidents: len(s.Status.Drift),
 		Suspended:      s.Spec.Suspend,
 	}
@@ -413,4 +413,13 @@ func showSyncs(syncs map[client.ObjectKey]v1alpha1.Sync, show func([]v1alpha1.Sy
 		items = append(items, s)
 	}
 	return show(items)
+}
+
+// objectCount is how many objects s's inventory lists, as its status
+// counts them (or lists them, as agents before the Inventory kind did).
+func objectCount(s *v1alpha1.Sync) int {
+	if s.Status.InventoryRef != nil && len(s.Status.Inventory) == 0 {
+		return s.Status.InventoryRef.Entries
+	}
+	return len(s.Status.Inventory)
 }

@@ -40,8 +40,8 @@ func newTreeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tree NAMESPACE/NAME",
 		Short: "Show a Sync's objects with their health and the file each came from",
-		Long: `Show a Sync and the objects of its inventory (status.inventory: what its
-last successful sync applied), grouped by namespace (cluster-scoped objects
+		Long: `Show a Sync and the objects of its inventory (the Inventory of the Sync's
+name: what its last successful sync applied), grouped by namespace (cluster-scoped objects
 first) and sorted by kind and name. Each object has its health, as the
 agent's wait judges it (kstatus: Current, InProgress, Failed, Terminating,
 Unknown), or Missing when it is no longer in the cluster, and the file in
@@ -191,8 +191,11 @@ func runTree(ctx context.Context, o *treeOptions, arg string, out io.Writer) err
 		}
 		r.DependsOn = append(r.DependsOn, dep)
 	}
-	entries, err := inventory.FromStatus(&s.Status)
-	r.Unreadable = errorLines(err)
+	entries, unreadable, err := inventory.Read(ctx, c, s)
+	if err != nil {
+		return err
+	}
+	r.Unreadable = errorLines(unreadable)
 	for _, e := range entries {
 		id := e.ID
 		r.Objects = append(r.Objects, treeObject{Namespace: id.Namespace, Group: id.Group, Kind: id.Kind, Name: id.Name, Version: e.Version})

@@ -156,7 +156,9 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	if change.Action != apply.Created && change.Action != apply.Configured {
-		return ctrl.Result{}, nil // equal to git: not drift (or opted out)
+		// Equal to git: not drift (or opted out). Incidents a failed
+		// write left are written now.
+		return ctrl.Result{}, r.recordIncident(ctx, &s)
 	}
 
 	action := v1alpha1.DriftReverted
@@ -255,31 +257,65 @@ func incidentOf(now time.Time, step plan.Step, originPath string, action v1alpha
 	return drift.BoundIncident(inc)
 }
 
-// recordIncident adds the incident to the Sync's status.drift and sets
-// the Drifted condition when the drift stays, dropping the oldest
-// incidents and sync records beyond drift.StatusBudget.
+// recordIncident adds incs to the Sync's status.drift and sets the
+// Drifted condition when the drift stays, dropping the oldest incidents
+// and sync records beyond drift.StatusBudget; with no incs it writes those
+// a failed write left.
 //
-// The write is a merge patch of only the fields it changes, on the status
-// subresource, with a resourceVersion as an optimistic lock, and it reads
-// back only the Sync's metadata: its cost does not grow with the
-// inventory in the same status. Incidents of one Sync are written one at
-// a time, each from the status the previous one left (or, for the first,
-// s as the check read it from the cache), so that a burst of them does
-// not wait for the cache to see each write. A sync that wrote the status
-// in between makes the patch conflict; it then reads the Sync from the
-// API server and tries again, with all of retry.DefaultRetry's attempts
-// (the try from the status the previous incident left is not one). The
-// writer is the Store's, and goes with the rest of the Sync's state
-// (Store.Forget).
-func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, inc v1alpha1.DriftIncident) error {
-	key := client.ObjectKeyFromObject(s)
-	w := r.Store.incidentWriter(key.String())
+// A revert never waits for another's incident: incidents of one Sync are
+// queued, and the call that finds no write of that Sync's incidents
+// running writes the queue, in as few patches as it takes (every
+// incident queued meanwhile goes into the next one), while the others
+// return at once. When a write fails its incidents stay queued for the
+// next call, and the error is returned to the caller that wrote.
+//
+// Each write is a merge patch of only the fields it changes, on the
+// status subresource, with a resourceVersion as an optimistic lock, and
+// it reads back only the Sync's metadata; the Sync's status does not hold
+// its inventory (that is its Inventory's), so the write costs the API
+// server the same whatever the Sync manages. Each write starts from the
+// status the previous one left (or, for the first, s as the check read it
+// from the cache), so that a burst does not wait for the cache to see
+// each write. A sync that wrote the status in between makes the patch
+// conflict; it then reads the Sync from the API server and tries again,
+// with all of retry.DefaultRetry's attempts (the try from the status the
+// previous write left is not one). The writer is the Store's, and goes
+// with the rest of the Sync's state (Store.Forget).
+func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, incs ...v1alpha1.DriftIncident) error {
+	w := r.Store.incidentWriter(client.ObjectKeyFromObject(s).String())
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.pending = append(w.pending, incs...)
+	if w.writing {
+		w.mu.Unlock()
+		return nil // the running write takes them
+	}
+	w.writing = true
+	for len(w.pending) > 0 {
+		batch := w.pending
+		w.pending = nil
+		w.mu.Unlock()
+		err := r.writeIncidents(ctx, w, s, batch)
+		w.mu.Lock()
+		if err != nil {
+			w.pending = append(batch, w.pending...)
+			w.writing = false
+			w.mu.Unlock()
+			return err
+		}
+	}
+	w.writing = false
+	w.mu.Unlock()
+	return nil
+}
+
+// writeIncidents writes incs, oldest first, in one patch; only the caller
+// that set w.writing calls it.
+func (r *DriftReconciler) writeIncidents(ctx context.Context, w *incidentWriter, s *v1alpha1.Sync, incs []v1alpha1.DriftIncident) error {
+	key := client.ObjectKeyFromObject(s)
 	last := w.last
 	w.last = nil // set again once a write succeeds
 	write := func(cur *v1alpha1.Sync) error {
-		next, body, err := incidentPatch(cur, inc)
+		next, body, err := incidentPatch(cur, incs...)
 		if err != nil {
 			return err
 		}
@@ -288,14 +324,14 @@ func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, 
 		if err := r.Client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		// Under the lock, the status is now what the patch made of cur's.
+		// The status is now what the patch made of cur's.
 		w.last = &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: cur.Namespace, Name: cur.Name, UID: cur.UID,
 			Generation: cur.Generation, ResourceVersion: target.ResourceVersion}, Status: next}
 		return nil
 	}
-	// The status the last incident left is tried first, and does not
-	// count against the retries: a sync that wrote the status since makes
-	// it conflict, which says only that it is stale.
+	// The status the last write left is tried first, and does not count
+	// against the retries: a sync that wrote the status since makes it
+	// conflict, which says only that it is stale.
 	fresh := false
 	if last != nil && last.UID == s.UID {
 		if err := write(last); !apierrors.IsConflict(err) {
@@ -317,44 +353,51 @@ func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, 
 	})
 }
 
-// incidentWriter writes one Sync's incidents one at a time.
+// incidentWriter queues and writes one Sync's incidents.
 type incidentWriter struct {
 	mu sync.Mutex
+	// pending are the incidents not written yet, oldest first; writing
+	// says that a call of recordIncident is writing them. Guarded by mu.
+	pending []v1alpha1.DriftIncident
+	writing bool
 	// last is the Sync as the last incident write left it: its
-	// resourceVersion then, and its status without the inventory. Nil
-	// before the first write and after a failed one.
+	// resourceVersion then, and its status. Nil before the first write
+	// and after a failed one. Only the writing call uses it.
 	last *v1alpha1.Sync
 }
 
-// incidentPatch is the JSON merge patch that records inc in s's status:
-// status.drift with inc first, the conditions and the sync history when
-// they change, and s's resourceVersion as an optimistic lock. It never
-// holds the inventory, so its size is bounded by drift.StatusBudget
-// whatever the Sync manages. next is s's status once patched, without
-// the inventory.
-func incidentPatch(s *v1alpha1.Sync, inc v1alpha1.DriftIncident) (next v1alpha1.SyncStatus, patch []byte, err error) {
+// incidentPatch is the JSON merge patch that records incs (oldest first)
+// in s's status: status.drift with the newest first, the conditions and
+// the sync history when they change, and s's resourceVersion as an
+// optimistic lock. Its size is bounded by drift.StatusBudget whatever the
+// Sync manages. next is s's status once patched (without a legacy
+// status.inventory, which the patch leaves as it is).
+func incidentPatch(s *v1alpha1.Sync, incs ...v1alpha1.DriftIncident) (next v1alpha1.SyncStatus, patch []byte, err error) {
 	// The status without its inventory, with slices of its own: nothing
 	// here writes into s, which may be shared.
 	st := v1alpha1.SyncStatus{
 		Conditions: slices.Clone(s.Status.Conditions),
 		History:    slices.Clone(s.Status.History),
-		Drift:      append([]v1alpha1.DriftIncident{inc}, s.Status.Drift...),
+		Drift:      slices.Clone(s.Status.Drift),
+	}
+	for _, inc := range incs {
+		st.Drift = append([]v1alpha1.DriftIncident{inc}, st.Drift...)
+		if inc.Action != v1alpha1.DriftReverted {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
+				Reason: v1alpha1.ReasonDriftDetected, Message: inc.Object + ": " + inc.Message,
+			})
+		} else if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDrifted); c != nil &&
+			c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, inc.Object+": ") {
+			// The object that was left drifted is back to git.
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, ObservedGeneration: s.Generation,
+				Reason: v1alpha1.ReasonInSync, Message: inc.Object + " is back to git",
+			})
+		}
 	}
 	if len(st.Drift) > v1alpha1.MaxDrift {
 		st.Drift = st.Drift[:v1alpha1.MaxDrift]
-	}
-	if inc.Action != v1alpha1.DriftReverted {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionTrue, ObservedGeneration: s.Generation,
-			Reason: v1alpha1.ReasonDriftDetected, Message: inc.Object + ": " + inc.Message,
-		})
-	} else if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDrifted); c != nil &&
-		c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, inc.Object+": ") {
-		// The object that was left drifted is back to git.
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse, ObservedGeneration: s.Generation,
-			Reason: v1alpha1.ReasonInSync, Message: inc.Object + " is back to git",
-		})
 	}
 	// Older incidents and records go first, so that this write and
 	// later ones stay within etcd's request limit.

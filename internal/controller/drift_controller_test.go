@@ -158,9 +158,10 @@ func TestKubectlEditIsRevertedAtOnceAndExplained(t *testing.T) {
 	}
 	// The incident is written as a patch of status.drift alone: the rest
 	// of the status is as the sync left it.
-	if len(s.Status.Inventory) != 2 || len(s.Status.History) != 1 || !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) {
-		t.Errorf("after the incident: %d inventory entries, %d sync records, conditions %+v; want 2, 1 and Ready",
-			len(s.Status.Inventory), len(s.Status.History), s.Status.Conditions)
+	if len(listed(t, s)) != 2 || s.Status.InventoryRef == nil || s.Status.InventoryRef.Entries != 2 ||
+		len(s.Status.History) != 1 || !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) {
+		t.Errorf("after the incident: %d inventory entries (status counts %+v), %d sync records, conditions %+v; want 2, 1 and Ready",
+			len(listed(t, s)), s.Status.InventoryRef, len(s.Status.History), s.Status.Conditions)
 	}
 
 	// A deleted ConfigMap comes back.
@@ -235,8 +236,8 @@ func TestDryRunWritesNothingAndReports(t *testing.T) {
 	if drifted == nil || drifted.Status != metav1.ConditionTrue {
 		t.Errorf("Drifted = %+v, want True", drifted)
 	}
-	if s.Status.LastAppliedRevision != "" || len(s.Status.Inventory) != 0 {
-		t.Errorf("a dry run recorded an applied revision or inventory: %q, %v", s.Status.LastAppliedRevision, s.Status.Inventory)
+	if inv := listed(t, s); s.Status.LastAppliedRevision != "" || len(inv) != 0 || s.Status.InventoryRef != nil {
+		t.Errorf("a dry run recorded an applied revision or inventory: %q, %v, %+v", s.Status.LastAppliedRevision, inv, s.Status.InventoryRef)
 	}
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -145,5 +146,74 @@ func TestAnIncidentAfterASyncWroteTheStatusHasAllItsRetries(t *testing.T) {
 	}
 	if len(read.Status.Drift) != 2 {
 		t.Errorf("%d incidents recorded, want 2", len(read.Status.Drift))
+	}
+}
+
+func TestAnIncidentDoesNotWaitForTheWriteOfAnother(t *testing.T) {
+	ns := env.Namespace(t)
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "file:///nowhere", Branch: "main"}},
+			Interval: metav1.Duration{Duration: time.Hour}}}
+	if err := c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	// The first status patch hangs until released, as a slow API server
+	// would; later ones go through.
+	started, release := make(chan struct{}), make(chan struct{})
+	patches := 0
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intercepted := interceptor.NewClient(direct, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if patches++; patches == 1 {
+				close(started)
+				<-release
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	drifts := &DriftReconciler{Client: intercepted, Reader: c, Store: NewStore()}
+	incident := func(name string) v1alpha1.DriftIncident {
+		return v1alpha1.DriftIncident{Time: metav1.Now(), Object: "ConfigMap/" + ns + "/" + name, Action: v1alpha1.DriftReverted,
+			Message: "reverted data.key: v1 → edited"}
+	}
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- drifts.recordIncident(context.Background(), s, incident("one")) }()
+	<-started
+
+	// Two more reverts while the first incident is being written: their
+	// reconciles go on at once (the revert workers stay free).
+	for _, name := range []string{"two", "three"} {
+		done := make(chan error, 1)
+		go func() { done <- drifts.recordIncident(context.Background(), s, incident(name)) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			close(release)
+			t.Fatalf("recording incident %s waited for the write of another", name)
+		}
+	}
+	close(release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	// The writer wrote the two queued incidents after the first, in one
+	// patch.
+	var read v1alpha1.Sync
+	if err := c.Get(context.Background(), keyOf(ns, "fleet"), &read); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range read.Status.Drift {
+		got = append(got, d.Object)
+	}
+	want := []string{"ConfigMap/" + ns + "/three", "ConfigMap/" + ns + "/two", "ConfigMap/" + ns + "/one"}
+	if !slices.Equal(got, want) || patches != 2 {
+		t.Errorf("status.drift = %v after %d patches, want %v (newest first) after 2", got, patches, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -58,15 +59,17 @@ func setup(e *testenv.Env) error {
 	if err != nil {
 		return err
 	}
-	def, err := crd.SyncCRD()
+	defs, err := crd.SyncCRDs()
 	if err != nil {
 		return err
 	}
-	if err := c.Create(context.Background(), def); err != nil {
-		return fmt.Errorf("install the Sync CRD: %w", err)
-	}
-	if err := waitEstablished(c, def.Name); err != nil {
-		return err
+	for _, def := range defs {
+		if err := c.Create(context.Background(), def); err != nil {
+			return fmt.Errorf("install the CRD %s: %w", def.Name, err)
+		}
+		if err := waitEstablished(c, def.Name); err != nil {
+			return err
+		}
 	}
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: e.Clientset.EventsV1()})
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
@@ -233,4 +236,23 @@ func eventsFor(t *testing.T, namespace, name string, want string) []string {
 
 func keyOf(namespace, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: namespace, Name: name}
+}
+
+// listed returns what the Inventory of s lists, read from the API server
+// (none when there is no Inventory), and fails t when the status still
+// lists an inventory of its own: the agent moves it.
+func listed(t *testing.T, s *v1alpha1.Sync) []v1alpha1.InventoryEntry {
+	t.Helper()
+	if len(s.Status.Inventory) > 0 {
+		t.Errorf("Sync %s/%s lists %d objects in status.inventory, want them in its Inventory", s.Namespace, s.Name, len(s.Status.Inventory))
+	}
+	var inv v1alpha1.Inventory
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &inv)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv.Entries
 }

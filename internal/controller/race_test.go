@@ -160,8 +160,8 @@ func TestPruneChangeAndRecreateNeverComeBack(t *testing.T) {
 			t.Errorf("an object was re-created by a drift check: %s %s", e.InvolvedObject.Name, e.Message)
 		}
 	}
-	if inv := len(churn.Status.Inventory); inv != 5 {
-		t.Errorf("churn inventory has %d entries, want 5 (CRD, Gadget, Role, two ConfigMaps): %v", inv, churn.Status.Inventory)
+	if inv := listed(t, churn); len(inv) != 5 {
+		t.Errorf("churn inventory has %d entries, want 5 (CRD, Gadget, Role, two ConfigMaps): %v", len(inv), inv)
 	}
 	handNow := h.syncNow("hand")
 	reverted := 0

@@ -79,7 +79,10 @@ func CacheOptions() cache.Options {
 	}
 	return cache.Options{
 		DefaultLabelSelector: labels.NewSelector().Add(*managed),
-		ByObject:             map[client.Object]cache.ByObject{&v1alpha1.Sync{}: {Label: labels.Everything()}},
+		ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.Sync{}:      {Label: labels.Everything()},
+			&v1alpha1.Inventory{}: {Label: labels.Everything()},
+		},
 		// The drift watches keep digests of managedFields, not the
 		// field sets.
 		DefaultTransform: drift.CompactMetadata,

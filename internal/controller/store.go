@@ -48,6 +48,11 @@ type syncState struct {
 	builds   *render.GeneratorCache
 	// incidents writes the Sync's drift incidents (DriftReconciler).
 	incidents *incidentWriter
+	// inventory is what the Sync's Inventory lists, as this agent last
+	// read or wrote it, for the Sync of UID inventoryUID; nil when not
+	// known.
+	inventory    []plan.Entry
+	inventoryUID types.UID
 }
 
 // rendered is a cached render, valid while the revision, the Sync's
@@ -158,6 +163,30 @@ func (s *Store) incidentWriter(key string) *incidentWriter {
 		st.incidents = &incidentWriter{}
 	}
 	return st.incidents
+}
+
+// Inventory returns what the Inventory of key (the Sync uid) lists, as
+// SetInventory last recorded it.
+func (s *Store) Inventory(key string, uid types.UID) ([]plan.Entry, bool) {
+	st := s.state(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.inventory == nil || st.inventoryUID != uid {
+		return nil, false
+	}
+	return st.inventory, true
+}
+
+// SetInventory records what the Inventory of key (the Sync uid) lists,
+// once read or written. entries must not change afterwards.
+func (s *Store) SetInventory(key string, uid types.UID, entries []plan.Entry) {
+	st := s.state(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if entries == nil {
+		entries = []plan.Entry{}
+	}
+	st.inventory, st.inventoryUID = entries, uid
 }
 
 // Forget drops everything about key (its Sync is gone).

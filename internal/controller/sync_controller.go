@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"k8s.io/client-go/discovery"
@@ -18,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -157,7 +155,9 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		interval = v1alpha1.DefaultInterval
 	}
 	// A requested sync (driftless reconcile) is always recorded.
-	if (o.noop(&s.Status) || o.sameReport(&s.Status)) && s.Status.ObservedGeneration == s.Generation && !requestPending(&s) {
+	// A status that still lists the inventory is written once, to move it.
+	if (o.noop(&s.Status) || o.sameReport(&s.Status)) && s.Status.ObservedGeneration == s.Generation && !requestPending(&s) &&
+		len(s.Status.Inventory) == 0 {
 		logger.V(1).Info("in sync", "revision", o.revision, "unchanged", o.changes.Count(apply.Unchanged))
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
@@ -224,46 +224,12 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o ou
 		patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 		s.Status.Progress = nil
 		setStatus(&s.Status, s.Generation, o)
+		if o.inventory != nil {
+			s.Status.InventoryRef = inventory.Ref(s, o.inventory)
+			s.Status.Inventory = nil // moved to the Inventory, if it was here
+		}
 		return r.Client.Status().Patch(ctx, s, patch)
 	})
-}
-
-// recordInventory writes entries to status.inventory before a sync's
-// first write (engine.Input.Record): an agent killed in the middle of the
-// sync then finds every object it may have written in the inventory, and
-// prunes those the next revision drops. The patch holds the inventory and
-// the resourceVersion it was read at (a merge patch replaces a list
-// whole), without diffing two copies of a status that may hold thousands
-// of entries.
-func (r *SyncReconciler) recordInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry) error {
-	first := true
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
-				return err
-			}
-		}
-		first = false
-		inv := inventory.ToStatus(inventory.Union(readableInventory(&s.Status), entries))
-		body, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"resourceVersion": s.ResourceVersion},
-			"status":   map[string]any{"inventory": inv},
-		})
-		if err != nil {
-			return err
-		}
-		return r.Client.Status().Patch(ctx, s, client.RawPatch(types.MergePatchType, body))
-	})
-	if err != nil {
-		return fmt.Errorf("record the inventory of Sync %s/%s: %w", s.Namespace, s.Name, err)
-	}
-	return nil
-}
-
-// readableInventory is the readable part of a status's inventory.
-func readableInventory(st *v1alpha1.SyncStatus) []plan.Entry {
-	entries, _ := inventory.FromStatus(st)
-	return entries
 }
 
 // sync runs the pipeline — dependencies → fetch → render → engine.Run
@@ -322,9 +288,12 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(reason, err)
 	}
-	previous, err := inventory.FromStatus(&s.Status)
+	previous, unreadable, err := r.inventoryOf(ctx, s)
 	if err != nil {
-		log.FromContext(ctx).Error(err, "ignoring unreadable inventory entries")
+		return fail(v1alpha1.ReasonApplyFailed, err)
+	}
+	if unreadable != nil {
+		log.FromContext(ctx).Error(unreadable, "ignoring unreadable inventory entries")
 	}
 
 	key := s.Namespace + "/" + s.Name
@@ -386,6 +355,22 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			// wait has used up; Ensure bounds each kind's start itself.
 			if err := r.Watches.Ensure(context.WithoutCancel(ctx), kindsOf(watched), o.started); err != nil {
 				log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
+			}
+		}
+	}
+	if o.inventory == nil && len(s.Status.Inventory) > 0 {
+		// An earlier agent listed the inventory in the status: move it
+		// to the Inventory (writeStatus then clears the status's copy).
+		o.inventory = previous
+	}
+	if o.inventory != nil {
+		// The Inventory first, then the status that points at it.
+		if err := r.saveInventory(ctx, s, o.inventory); err != nil {
+			// What the Inventory lists (with the write-ahead record, all
+			// that may have been written) stays until the next sync.
+			o.inventory = nil
+			if res.Err == nil {
+				return fail(v1alpha1.ReasonApplyFailed, err)
 			}
 		}
 	}
@@ -515,8 +500,8 @@ func (r *SyncReconciler) watchedAndRecent(s *v1alpha1.Sync) bool {
 	if !compared || r.now().Sub(last) >= full {
 		return false
 	}
-	inv, err := inventory.FromStatus(&s.Status)
-	return err == nil && r.Watches.Covers(kindsOf(inv))
+	inv, ok := r.Store.Inventory(s.Namespace+"/"+s.Name, s.UID)
+	return ok && r.Watches.Covers(kindsOf(inv))
 }
 
 // kindsOf returns the distinct kinds (with versions) of an inventory.

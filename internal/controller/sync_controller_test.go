@@ -88,8 +88,8 @@ func TestSyncCreatesUpdatesAndPrunesLikeTheSeedStory(t *testing.T) {
 	if cm := get(t, "v1", "ConfigMap", h.ns, "web-config"); cm == nil {
 		t.Error("ConfigMap without namespace was not created in spec.targetNamespace")
 	}
-	if len(s.Status.Inventory) != 3 {
-		t.Errorf("inventory has %d entries, want 3: %+v", len(s.Status.Inventory), s.Status.Inventory)
+	if inv := listed(t, s); len(inv) != 3 || s.Status.InventoryRef == nil || s.Status.InventoryRef.Entries != 3 {
+		t.Errorf("inventory has %d entries (status counts %+v), want 3: %+v", len(inv), s.Status.InventoryRef, inv)
 	}
 	if len(s.Status.History) != 1 || s.Status.History[0].Created != 3 {
 		t.Errorf("history = %+v, want one record with 3 created", s.Status.History)

@@ -23,7 +23,6 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
-	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
 )
 
@@ -85,7 +84,10 @@ func (r *SyncReconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.R
 	w.Replace(nil)
 	w.Release()
 
-	entries, unreadable := inventory.FromStatus(&s.Status)
+	entries, unreadable, err := r.inventoryOf(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	timeout := syncTimeout(s)
 	cleanCtx, cancel := context.WithTimeout(ctx, timeout)
 	c := r.cleanUp(cleanCtx, s, entries)

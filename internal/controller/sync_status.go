@@ -12,7 +12,6 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
-	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/source"
 )
@@ -205,9 +204,6 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 		})
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionStalled)
-	}
-	if o.inventory != nil {
-		st.Inventory = inventory.ToStatus(o.inventory)
 	}
 	record := v1alpha1.SyncRecord{
 		Revision:   o.revision,

@@ -63,7 +63,7 @@ func TestSyncAppliesOnlyCommitsSignedByATrustedKey(t *testing.T) {
 	if got := h.configValue("web"); got != "v1" {
 		t.Fatalf("signed commit not applied: web = %q, want v1", got)
 	}
-	inventory := s.Status.Inventory
+	inventory := listed(t, s)
 
 	// An unsigned commit, then one signed by a key nobody trusts: both are
 	// refused, naming the commit and the signer, and nothing of them is
@@ -93,8 +93,8 @@ func TestSyncAppliesOnlyCommitsSignedByATrustedKey(t *testing.T) {
 	if s.Status.LastAppliedRevision != signed {
 		t.Errorf("lastAppliedRevision = %s, want %s (the last verified revision)", s.Status.LastAppliedRevision, signed)
 	}
-	if len(s.Status.Inventory) != len(inventory) {
-		t.Errorf("inventory changed to %v", s.Status.Inventory)
+	if now := listed(t, s); len(now) != len(inventory) {
+		t.Errorf("inventory changed to %v", now)
 	}
 	keyBody := strings.Fields(key.AllowedSigner)[2]
 	if msg := ready(s).Message; strings.Contains(msg, keyBody) {

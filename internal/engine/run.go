@@ -20,7 +20,7 @@ type Input struct {
 	Sync *v1alpha1.Sync
 	// Objects is the render of the revision.
 	Objects []render.Object
-	// Inventory is what the previous sync left (status.inventory).
+	// Inventory is what the previous sync left (the Sync's Inventory).
 	Inventory []plan.Entry
 	// DryRun validates and compares everything but writes nothing.
 	DryRun bool

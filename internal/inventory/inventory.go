@@ -9,13 +9,18 @@ import (
 	"github.com/driftless/driftless/internal/plan"
 )
 
-// FromStatus reads a Sync's status.inventory. Entries it cannot parse are
+// FromStatus reads a Sync's status.inventory, where agents before the
+// Inventory kind listed what it applied. Entries it cannot parse are
 // left out, so they are never pruned, and returned joined in the error;
 // the entries it could read are returned either way.
 func FromStatus(st *v1alpha1.SyncStatus) ([]plan.Entry, error) {
-	entries := make([]plan.Entry, 0, len(st.Inventory))
+	return fromList(st.Inventory)
+}
+
+func fromList(list []v1alpha1.InventoryEntry) ([]plan.Entry, error) {
+	entries := make([]plan.Entry, 0, len(list))
 	var errs []error
-	for _, e := range st.Inventory {
+	for _, e := range list {
 		id, err := Decode(e.ID)
 		if err != nil {
 			errs = append(errs, err)
@@ -29,7 +34,8 @@ func FromStatus(st *v1alpha1.SyncStatus) ([]plan.Entry, error) {
 	return entries, nil
 }
 
-// ToStatus is the status.inventory form of entries, in their order.
+// ToStatus is the listed form of entries (Inventory.entries), in their
+// order.
 func ToStatus(entries []plan.Entry) []v1alpha1.InventoryEntry {
 	out := make([]v1alpha1.InventoryEntry, 0, len(entries))
 	for _, e := range entries {

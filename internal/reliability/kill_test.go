@@ -89,8 +89,8 @@ func TestAgentKilledMidSyncLosesNothingFromPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(labelled) != 1 || labelled[0] != "base" || len(s.Status.Inventory) != 1 {
-		t.Errorf("labelled ConfigMaps = %v, inventory = %+v; want only base in both", labelled, s.Status.Inventory)
+	if inv := inventoryIDs(t, s); len(labelled) != 1 || labelled[0] != "base" || len(inv) != 1 {
+		t.Errorf("labelled ConfigMaps = %v, inventory = %+v; want only base in both", labelled, inv)
 	}
 }
 

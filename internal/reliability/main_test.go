@@ -19,6 +19,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
 	"github.com/driftless/driftless/internal/cli"
+	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -246,4 +247,19 @@ func mark(t *testing.T) testenv.AuditMark {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// inventoryIDs returns the IDs the inventory of s lists, as the agent
+// reads it (its Inventory, or the status of an older agent).
+func inventoryIDs(t *testing.T, s *v1alpha1.Sync) []string {
+	t.Helper()
+	entries, unreadable, err := inventory.Read(context.Background(), c, s)
+	if err != nil || unreadable != nil {
+		t.Fatalf("read the inventory of Sync %s/%s: %v %v", s.Namespace, s.Name, err, unreadable)
+	}
+	var ids []string
+	for _, e := range entries {
+		ids = append(ids, inventory.Encode(e.ID))
+	}
+	return ids
 }

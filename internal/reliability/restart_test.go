@@ -75,10 +75,7 @@ func equalsRevision(t *testing.T, ns string, key client.ObjectKey, want map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	var inventory []string
-	for _, e := range s.Status.Inventory {
-		inventory = append(inventory, e.ID)
-	}
+	inventory := inventoryIDs(t, s)
 	for name := range got {
 		if !slices.ContainsFunc(inventory, func(id string) bool { return strings.HasSuffix(id, "/"+name) }) {
 			t.Errorf("labelled ConfigMap %s is missing from the inventory %v", name, inventory)

@@ -45,17 +45,28 @@ func setup(e *testenv.Env) error {
 	if c, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
-	def, err := crds.SyncCRD()
+	defs, err := crds.SyncCRDs()
 	if err != nil {
 		return err
 	}
-	if err := c.Create(context.Background(), def); err != nil {
-		return err
+	for _, def := range defs {
+		if err := c.Create(context.Background(), def); err != nil {
+			return err
+		}
 	}
+	for _, def := range defs {
+		if err := waitEstablished(def.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitEstablished(name string) error {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		var got apiextensionsv1.CustomResourceDefinition
-		if c.Get(context.Background(), client.ObjectKey{Name: def.Name}, &got) == nil {
+		if c.Get(context.Background(), client.ObjectKey{Name: name}, &got) == nil {
 			for _, cond := range got.Status.Conditions {
 				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
 					return nil
@@ -64,7 +75,7 @@ func setup(e *testenv.Env) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("the Sync CRD is not Established")
+	return fmt.Errorf("the CRD %s is not Established", name)
 }
 
 // startAgent runs the controllers as the agent does until the test ends.

@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/inventory"
+	"github.com/driftless/driftless/internal/plan"
+)
+
+// inventoryOf returns what s applied: the Store's copy of its Inventory
+// when this agent read or wrote it, else what inventory.Read finds (the
+// Inventory, or the status.inventory of an earlier agent), kept in the
+// Store from then on. unreadable joins entries that cannot be parsed;
+// err is a failed read, after which the sync must not go on.
+//
+// The Store's copy is what makes a sync read what the previous one
+// wrote: the cache may not have seen that write yet.
+func (r *SyncReconciler) inventoryOf(ctx context.Context, s *v1alpha1.Sync) (entries []plan.Entry, unreadable, err error) {
+	key := s.Namespace + "/" + s.Name
+	if entries, ok := r.Store.Inventory(key, s.UID); ok {
+		return entries, nil, nil
+	}
+	entries, unreadable, err = inventory.Read(ctx, r.Client, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.Store.SetInventory(key, s.UID, entries)
+	return entries, unreadable, nil
+}
+
+// recordInventory adds entries to the Sync's Inventory before a sync's
+// first write (engine.Input.Record): an agent killed in the middle of the
+// sync then finds every object it may have written in the inventory, and
+// prunes those the next revision drops.
+func (r *SyncReconciler) recordInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry) error {
+	previous, _, err := r.inventoryOf(ctx, s)
+	if err != nil {
+		return fmt.Errorf("record the inventory of Sync %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return r.saveInventory(ctx, s, inventory.Union(previous, entries))
+}
+
+// saveInventory makes the Sync's Inventory list entries, with one
+// server-side apply that creates it when it is not there yet; it writes
+// nothing when the Store's copy already lists the same entries, in any
+// order (a sync that added objects ends with the entries its write-ahead
+// record listed, in the plan's order). The Sync's status is not touched:
+// writeStatus points at the Inventory and counts it.
+func (r *SyncReconciler) saveInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry) error {
+	key := s.Namespace + "/" + s.Name
+	if known, ok := r.Store.Inventory(key, s.UID); ok && sameEntries(known, entries) {
+		return nil
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(inventory.Object(s, entries))
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("record the inventory of Sync %s/%s in Inventory %s/%s: %w", s.Namespace, s.Name, s.Namespace, s.Name, err)
+	}
+	r.Store.SetInventory(key, s.UID, slices.Clone(entries))
+	return nil
+}
+
+// sameEntries reports whether a and b list the same entries, in any
+// order.
+func sameEntries(a, b []plan.Entry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := make(map[plan.Entry]bool, len(a))
+	for _, e := range a {
+		in[e] = true
+	}
+	for _, e := range b {
+		if !in[e] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,64 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/plan"
+)
+
+// Object is the Inventory of s that lists entries, in their order: s's
+// namespace and name, controlled by s so that it goes when s does.
+func Object(s *v1alpha1.Sync, entries []plan.Entry) *v1alpha1.Inventory {
+	list := ToStatus(entries)
+	return &v1alpha1.Inventory{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Inventory"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Sync", Name: s.Name, UID: s.UID, Controller: ptr.To(true),
+		}}},
+		EntryCount: len(list),
+		Entries:    list,
+	}
+}
+
+// Ref is the status.inventoryRef of s once its Inventory lists entries.
+func Ref(s *v1alpha1.Sync, entries []plan.Entry) *v1alpha1.InventoryRef {
+	return &v1alpha1.InventoryRef{Name: s.Name, Entries: len(entries)}
+}
+
+// FromObject reads an Inventory's entries, as FromStatus does a status.
+func FromObject(inv *v1alpha1.Inventory) ([]plan.Entry, error) {
+	return fromList(inv.Entries)
+}
+
+// Read returns what s applied: the entries of its Inventory or, for a Sync
+// that has none (an agent before the Inventory kind listed them in
+// status.inventory; or nothing was applied yet), those of its status. An
+// Inventory of the same name that s does not control (left by an earlier
+// Sync of that name, not yet collected) counts as none.
+//
+// unreadable joins the entries that cannot be parsed (left out, so never
+// pruned); err is a failed read, after which nothing is known: a caller
+// must not prune on an empty result then.
+func Read(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (entries []plan.Entry, unreadable, err error) {
+	var inv v1alpha1.Inventory
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &inv); {
+	case err == nil && metav1.IsControlledBy(&inv, s):
+		entries, unreadable = FromObject(&inv)
+		return entries, unreadable, nil
+	case err == nil, apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		// No Inventory (or no Inventory kind, before an agent installed
+		// it): the status says it all.
+	default:
+		return nil, nil, fmt.Errorf("read Inventory %s/%s of Sync %s/%s: %w", s.Namespace, s.Name, s.Namespace, s.Name, err)
+	}
+	entries, unreadable = FromStatus(&s.Status)
+	return entries, unreadable, nil
+}
