@@ -166,9 +166,9 @@ type results struct {
 	// AgentMemory is the agent binary's memory, measured as a process
 	// of its own, at each shape run.
 	AgentMemory []agentMemory `json:"agent_memory,omitempty"`
-	Overlays     *overlays    `json:"overlays,omitempty"`
-	Summary      string       `json:"summary"`
-	Seconds      float64      `json:"seconds"`
+	Overlays    *overlays     `json:"overlays,omitempty"`
+	Summary     string        `json:"summary"`
+	Seconds     float64       `json:"seconds"`
 }
 
 func run(ctx context.Context, o options) error {
@@ -189,9 +189,9 @@ func run(ctx context.Context, o options) error {
 		ClientLimits: o.limits.name,
 	}
 	res.Commit, res.Dirty = commit()
-	var bin string
+	bin := o.agentBinary
 	o.agentMemory = o.agentMemory || o.agentMemoryOnly
-	if o.agentMemory && (len(o.sizes) > 0 || o.syncs > 0) {
+	if o.agentMemory && bin == "" && (len(o.sizes) > 0 || o.syncs > 0) {
 		dir, err := os.MkdirTemp("", "driftless-bench-bin-")
 		if err != nil {
 			return err
