@@ -46,6 +46,9 @@ type agentMemory struct {
 	// no GC forced).
 	SteadyFileMiB float64 `json:"steady_rss_file_mib"`
 	SteadyHeapMiB float64 `json:"steady_heap_mib"`
+	// SteadyLiveMiB is the heap the last GC found live
+	// (go_gc_heap_live_bytes): what the agent holds, garbage apart.
+	SteadyLiveMiB float64 `json:"steady_heap_live_mib"`
 	IdleFileMiB   float64 `json:"idle_rss_file_mib"`
 	IdleHeapMiB   float64 `json:"idle_heap_mib"`
 	// PerThousand and PerSync are SteadyMiB and PeakMiB less IdleMiB, per
@@ -150,6 +153,11 @@ func runAgentMemory(ctx context.Context, o options, bin, shape string, syncs, ap
 	if m.SteadyMiB, m.SteadyFileMiB, m.SteadyHeapMiB, err = p.rss(ctx); err != nil {
 		return nil, err
 	}
+	live, err := p.metric(ctx, "go_gc_heap_live_bytes")
+	if err != nil {
+		return nil, err
+	}
+	m.SteadyLiveMiB = live / (1 << 20)
 	// A sync after the first read may have raised the peak.
 	if m.PeakMiB, err = p.status("VmHWM"); err != nil {
 		return nil, err
@@ -158,8 +166,8 @@ func runAgentMemory(ctx context.Context, o options, bin, shape string, syncs, ap
 	m.PeakPerThousand = (m.PeakMiB - m.IdleMiB) * 1000 / float64(objects)
 	m.SteadyPerSync = (m.SteadyMiB - m.IdleMiB) / float64(syncs)
 	m.PeakPerSync = (m.PeakMiB - m.IdleMiB) / float64(syncs)
-	step("agent process, %s (%d Syncs, %d objects): Ready in %.1f s; RSS peak %.0f MiB, steady %.0f MiB (file %.0f, heap %.0f), idle %.0f MiB (file %.0f, heap %.0f)",
-		shape, syncs, objects, m.AllReady, m.PeakMiB, m.SteadyMiB, m.SteadyFileMiB, m.SteadyHeapMiB, m.IdleMiB, m.IdleFileMiB, m.IdleHeapMiB)
+	step("agent process, %s (%d Syncs, %d objects): Ready in %.1f s; RSS peak %.0f MiB, steady %.0f MiB (file %.0f, heap %.0f, live %.0f), idle %.0f MiB (file %.0f, heap %.0f)",
+		shape, syncs, objects, m.AllReady, m.PeakMiB, m.SteadyMiB, m.SteadyFileMiB, m.SteadyHeapMiB, m.SteadyLiveMiB, m.IdleMiB, m.IdleFileMiB, m.IdleHeapMiB)
 	return m, nil
 }
 
