@@ -20,8 +20,10 @@
 //     (or -agent-binary), run as a process of its own on a control plane
 //     of its own, without a forced GC, over one Sync of the largest size's
 //     objects and over -syncs Syncs of 10 objects each: its peak RSS over
-//     start-up and first syncs (VmHWM) and its RSS once every Sync is
-//     Ready and it made no request for a few seconds, with the file-backed
+//     start-up and first syncs (VmHWM) and its steady RSS (every Sync
+//     Ready, no request for a few seconds, then the next garbage
+//     collection, which the runtime runs at least every two minutes,
+//     and a few quiet seconds more), with the file-backed
 //     part (the binary's pages) and the Go heap apart, per 1,000 objects
 //     and per Sync above idle (-agent-memory=false skips it,
 //     -agent-memory-only runs only it); the summary's rss-10k is its peak
