@@ -28,8 +28,9 @@ type panel struct {
 
 // chartPanels are the results as plots against objects: first sync time
 // of driftless and its baselines (and a restarted agent's time to serving,
-// when measured), and the memory of the process that ran the agent (the
-// floors' and kubectl's memory is not measured).
+// when measured), and the memory of the process that ran the agent and,
+// when measured, of the agent binary alone (the floors' and kubectl's
+// memory is not measured).
 func chartPanels(res *results) []panel {
 	timeLines := []series{
 		{name: "driftless (Sync created → Ready)", color: "#1f77b4"},
@@ -54,6 +55,17 @@ func chartPanels(res *results) []panel {
 		memLines[0].points = append(memLines[0].points, [2]float64{x, m.Managed.RSSMiB})
 		memLines[1].points = append(memLines[1].points, [2]float64{x, m.Managed.HeapMiB})
 		memLines[2].points = append(memLines[2].points, [2]float64{x, m.Before.RSSMiB})
+	}
+	peak := series{name: "the agent binary alone, one Sync: peak RSS (VmHWM)", color: "#d62728"}
+	steady := series{name: "the agent binary alone, one Sync: steady RSS", color: "#d62728", dashed: true}
+	for _, m := range res.AgentMemory {
+		if m.Syncs == 1 {
+			peak.points = append(peak.points, [2]float64{float64(m.Objects), m.PeakMiB})
+			steady.points = append(steady.points, [2]float64{float64(m.Objects), m.SteadyMiB})
+		}
+	}
+	if len(peak.points) > 0 {
+		memLines = append(memLines, peak, steady)
 	}
 	restart := series{name: "driftless restarted over the objects in sync → serving", color: "#1f77b4", dashed: true}
 	for _, s := range res.Sizes {

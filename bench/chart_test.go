@@ -116,3 +116,23 @@ func TestChartOfARunWithoutSizesIsAnError(t *testing.T) {
 		t.Error("a run with no sizes gave a chart, want an error")
 	}
 }
+
+func TestChartShowsTheAgentBinarysMeasuredMemoryAtItsSize(t *testing.T) {
+	s := sizeResult{Objects: 10100, Apps: 2500}
+	res := &results{Sizes: []sizeResult{s}, AgentMemory: []agentMemory{
+		{Syncs: 1, Objects: 10100, PeakMiB: 140, SteadyMiB: 120},
+		{Syncs: 1000, Objects: 10000, PeakMiB: 130, SteadyMiB: 125},
+	}}
+	got := map[string][][2]float64{}
+	for _, l := range chartPanels(res)[1].lines {
+		got[l.name] = l.points
+	}
+	for name, want := range map[string]float64{
+		"the agent binary alone, one Sync: peak RSS (VmHWM)": 140,
+		"the agent binary alone, one Sync: steady RSS":       120,
+	} {
+		if p := got[name]; len(p) != 1 || p[0] != [2]float64{10100, want} {
+			t.Errorf("the memory panel's %q is %v, want one point at 10,100 objects, %.0f MiB", name, p, want)
+		}
+	}
+}

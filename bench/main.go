@@ -53,6 +53,12 @@ type options struct {
 	overlays int
 	// restart runs the restart case at each size.
 	restart bool
+	// agentMemory measures the agent binary as a process of its own.
+	agentMemory bool
+	// agentMemoryOnly runs only the agent process's memory case.
+	agentMemoryOnly bool
+	// agentBinary is a driftless binary to measure instead of building one.
+	agentBinary string
 }
 
 func main() {
@@ -77,6 +83,9 @@ func main() {
 	fs.IntVar(&o.syncs, "syncs", 1000, "Syncs of 4 objects each, all reading one repository, in the fleet case; 0 skips it")
 	fs.IntVar(&o.concurrent, "concurrent", 0, "the agent's --concurrent (Syncs reconciled and drifted objects checked at the same time); 0 leaves its default")
 	fs.BoolVar(&o.restart, "restart", true, "at each size, after the other phases, restart the agent over the objects in sync: writes until serving and time to serving against one full LIST; -restart=false skips it")
+	fs.BoolVar(&o.agentMemory, "agent-memory", true, "measure the RSS of the driftless agent binary as a process of its own (peak over its first syncs, steady after), on one Sync of the largest size's objects and on -syncs Syncs of 10 objects; -agent-memory=false skips it")
+	fs.BoolVar(&o.agentMemoryOnly, "agent-memory-only", false, "run only the agent process's memory case, at the largest of -sizes and with -syncs Syncs")
+	fs.StringVar(&o.agentBinary, "agent-binary", "", "the driftless binary the agent process case runs; empty builds ./cmd/driftless from this checkout")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
 	chart := fs.String("chart", "", "only render the SVG chart of this results JSON next to it, and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
@@ -178,9 +187,12 @@ type results struct {
 	Sizes        []sizeResult `json:"sizes"`
 	Memory10k    *projection  `json:"memory_10k_projection,omitempty"`
 	Fleet        *fleet       `json:"fleet,omitempty"`
-	Overlays     *overlays    `json:"overlays,omitempty"`
-	Summary      string       `json:"summary"`
-	Seconds      float64      `json:"seconds"`
+	// AgentMemory is the agent binary's memory, measured as a process
+	// of its own, at each shape run.
+	AgentMemory []agentMemory `json:"agent_memory,omitempty"`
+	Overlays    *overlays     `json:"overlays,omitempty"`
+	Summary     string        `json:"summary"`
+	Seconds     float64       `json:"seconds"`
 }
 
 func run(ctx context.Context, o options) error {
@@ -201,7 +213,23 @@ func run(ctx context.Context, o options) error {
 		ClientLimits: o.limits.name,
 	}
 	res.Commit, res.Dirty = commit()
+	bin := o.agentBinary
+	o.agentMemory = o.agentMemory || o.agentMemoryOnly
+	if o.agentMemory && bin == "" && (len(o.sizes) > 0 || o.syncs > 0) {
+		dir, err := os.MkdirTemp("", "driftless-bench-bin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		step("building the agent binary")
+		if bin, err = agentBinary(dir); err != nil {
+			return err
+		}
+	}
 	for _, size := range o.sizes {
+		if o.agentMemoryOnly {
+			break
+		}
 		fmt.Fprintf(os.Stderr, "== %d objects\n", size)
 		r, err := runSize(ctx, o.forSize(size), size)
 		if err != nil {
@@ -209,7 +237,7 @@ func run(ctx context.Context, o options) error {
 		}
 		res.Sizes = append(res.Sizes, *r)
 	}
-	if o.overlays > 0 {
+	if o.overlays > 0 && !o.agentMemoryOnly {
 		fmt.Fprintf(os.Stderr, "== %d Kustomize overlays in one Sync\n", o.overlays)
 		ov, err := runOverlays(ctx, o, o.overlays)
 		if err != nil {
@@ -217,13 +245,18 @@ func run(ctx context.Context, o options) error {
 		}
 		res.Overlays = ov
 	}
-	if o.syncs > 0 {
+	if o.syncs > 0 && !o.agentMemoryOnly {
 		fmt.Fprintf(os.Stderr, "== %d Syncs\n", o.syncs)
 		f, err := runFleet(ctx, o, o.syncs)
 		if err != nil {
 			return fmt.Errorf("%d Syncs: %w", o.syncs, err)
 		}
 		res.Fleet = f
+	}
+	if o.agentMemory && bin != "" {
+		if err := runAgentMemories(ctx, o, bin, res); err != nil {
+			return err
+		}
 	}
 	res.Memory10k = project(res.Sizes, 10000)
 	res.Summary = summary(res)

@@ -32,8 +32,14 @@ func TestSummaryLine(t *testing.T) {
 		},
 		{
 			name: "the 10,000-object figures come from that size, the others from 1,000",
-			res:  results{Sizes: []sizeResult{size(100, 0), size(1000, 28.4), size(10000, 33.7)}},
-			want: "summary: first-sync/floor=3.00 first-sync/validated=1.50 revert-p50=10ms steady-writes=0 syncs-1000=n/a rss-10k=200MiB revert-p99-10k=1000ms restart/list=28.4",
+			res: results{Sizes: []sizeResult{size(100, 0), size(1000, 28.4), size(10000, 33.7)},
+				AgentMemory: []agentMemory{{Syncs: 1, Objects: 10100, PeakMiB: 131.4, SteadyMiB: 97}, {Syncs: 1000, Objects: 10000, PeakMiB: 140}}},
+			want: "summary: first-sync/floor=3.00 first-sync/validated=1.50 revert-p50=10ms steady-writes=0 syncs-1000=n/a rss-10k=131MiB revert-p99-10k=1000ms restart/list=28.4",
+		},
+		{
+			name: "the memory is the agent process's, never the harness's: without it rss-10k is n/a",
+			res:  results{Sizes: []sizeResult{size(10000, 33.7)}},
+			want: "summary: first-sync/floor=3.00 first-sync/validated=1.50 revert-p50=100ms steady-writes=0 syncs-1000=n/a rss-10k=n/a revert-p99-10k=1000ms restart/list=33.7",
 		},
 		{
 			name: "a run without the restart says n/a for it",

@@ -260,6 +260,13 @@ func (m *Manager) dryRunAll(ctx context.Context, steps []plan.Step, newNamespace
 		if r.err != nil && canDefer(r.err, s, newNamespaces, newKinds) {
 			return checked{step: s, deferred: true}
 		}
+		if !m.opts.DryRun {
+			// Only a dry run's report shows the objects before and
+			// after; a write needs neither, and the server's answers
+			// for every object of a large plan are the most this
+			// process holds at once.
+			r.live, r.applied = nil, nil
+		}
 		return r
 	})
 }

@@ -216,6 +216,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
+	memLimit := setSoftMemoryLimit()
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	// Writes without a field manager of their own are recorded as
 	// "driftless" (the default is the binary's name), which the admission
@@ -334,7 +335,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return err
 	}
 	ctrl.Log.Info("driftless agent starting", "version", version, "apiServer", cfg.Host, "namespace", o.namespace,
-		"leaderElection", o.leaderElect, "leaseDuration", o.leaseDuration, "dryRun", o.dryRun)
+		"leaderElection", o.leaderElect, "leaseDuration", o.leaseDuration, "dryRun", o.dryRun, "goMemoryLimitFromContainer", memLimit)
 	return mgr.Start(ctx)
 }
 

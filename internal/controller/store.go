@@ -38,7 +38,7 @@ type syncState struct {
 	// applied holds, for each object the Sync manages, the desired form
 	// last written (or found equal): what a drift check reverts to.
 	// Guarded by gate.
-	applied map[plan.ID]render.Object
+	applied map[plan.ID]packed
 	// appliedUID is the Sync's UID that applied belongs to. Guarded by gate.
 	appliedUID types.UID
 
@@ -65,7 +65,7 @@ type rendered struct {
 	// inputs is the digest of the Sync's paths at revision when the
 	// render read nothing else (plain manifests only), else "".
 	inputs  string
-	objects []render.Object
+	objects []packed
 }
 
 func (s *Store) state(key string) *syncState {
@@ -93,7 +93,20 @@ func (s *Store) Rendered(key string, uid types.UID, revision string, generation 
 	if r.uid != uid || r.revision != revision || r.generation != generation || r.variables != variables || r.objects == nil {
 		return nil, false
 	}
-	return r.objects, true
+	return unpackAll(r.objects)
+}
+
+// HasRendered reports whether Rendered would find a render, without
+// decoding it.
+func (s *Store) HasRendered(key string, uid types.UID, revision string, generation int64, variables string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	if !ok {
+		return false
+	}
+	r := st.rendered
+	return r.uid == uid && r.revision == revision && r.generation == generation && r.variables == variables && r.objects != nil
 }
 
 // RenderedInputs returns the cached render of key if it was made from
@@ -110,16 +123,28 @@ func (s *Store) RenderedInputs(key string, uid types.UID, generation int64, vari
 	if r.uid != uid || r.inputs != inputs || r.generation != generation || r.variables != variables || r.objects == nil {
 		return nil, false
 	}
-	return r.objects, true
+	return unpackAll(r.objects)
 }
 
-// SetRendered caches a render of key. inputs is the digest of everything
-// the render read, "" when that is not known.
+// SetRendered caches a render of key, packed (see packed): the caller
+// keeps objects. inputs is the digest of everything the render read, ""
+// when that is not known.
 func (s *Store) SetRendered(key string, uid types.UID, revision string, generation int64, variables, inputs string, objects []render.Object) {
 	st := s.state(key)
+	var ps []packed
+	if objects != nil {
+		ps = packAll(objects, nil)
+	}
 	s.mu.Lock()
-	st.rendered = rendered{uid: uid, revision: revision, generation: generation, variables: variables, inputs: inputs, objects: objects}
+	st.rendered = rendered{uid: uid, revision: revision, generation: generation, variables: variables, inputs: inputs, objects: ps}
 	s.mu.Unlock()
+}
+
+// renderedPacks returns st's cached render as packed, to share its JSON.
+func (s *Store) renderedPacks(st *syncState) []packed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return st.rendered.objects
 }
 
 // GeneratorCache returns the cache of what key's kustomizations built,
@@ -198,8 +223,9 @@ func (s *Store) Forget(key string) {
 
 // Writer is a sync's hold on the gate of one Sync; see Store.
 type Writer struct {
-	st  *syncState
-	uid types.UID
+	st    *syncState
+	uid   types.UID
+	store *Store
 }
 
 // BeginWrite waits for running drift checks of key to finish and keeps
@@ -212,7 +238,7 @@ func (s *Store) BeginWrite(key string, uid types.UID) *Writer {
 	if st.appliedUID != uid {
 		st.applied, st.appliedUID = nil, uid
 	}
-	return &Writer{st: st, uid: uid}
+	return &Writer{st: st, uid: uid, store: s}
 }
 
 // Release lets drift checks run again.
@@ -232,17 +258,21 @@ func (w *Writer) Pause(wait func() error) error {
 // a pruned one is not reverted at all.
 func (w *Writer) Record(cs apply.ChangeSet, objects map[plan.ID]render.Object) {
 	if w.st.applied == nil {
-		w.st.applied = make(map[plan.ID]render.Object, len(objects))
+		w.st.applied = make(map[plan.ID]packed, len(objects))
 	}
+	var written []render.Object
 	for _, c := range cs {
 		switch c.Action {
 		case apply.Pruned:
 			delete(w.st.applied, c.ID)
 		case apply.Created, apply.Configured, apply.Unchanged, apply.Skipped:
 			if o, ok := objects[c.ID]; ok {
-				w.st.applied[c.ID] = o
+				written = append(written, o)
 			}
 		}
+	}
+	for _, p := range packAll(written, w.store.renderedPacks(w.st)) {
+		w.st.applied[p.id] = p
 	}
 }
 
@@ -258,17 +288,20 @@ func (w *Writer) Forget(ids ...plan.ID) {
 // a dry run), the only desired objects: anything not in it is no longer
 // reverted or reported.
 func (w *Writer) Replace(objects []render.Object) {
-	w.st.applied = make(map[plan.ID]render.Object, len(objects))
-	for _, o := range objects {
-		w.st.applied[plan.IDOf(o.Object)] = o
+	w.st.applied = make(map[plan.ID]packed, len(objects))
+	for _, p := range packAll(objects, w.store.renderedPacks(w.st)) {
+		w.st.applied[p.id] = p
 	}
 }
 
 // Applied returns, for a sync holding the gate, what key's object id was
 // last applied as.
 func (w *Writer) Applied(id plan.ID) (render.Object, bool) {
-	o, ok := w.st.applied[id]
-	return o, ok
+	p, ok := w.st.applied[id]
+	if !ok {
+		return render.Object{}, false
+	}
+	return p.unpack()
 }
 
 // Checker is a drift check's shared hold on the gate of one Sync.
@@ -291,8 +324,11 @@ func (c *Checker) Desired(uid types.UID, id plan.ID) (render.Object, bool) {
 	if c.st.appliedUID != uid {
 		return render.Object{}, false
 	}
-	o, ok := c.st.applied[id]
-	return o, ok
+	p, ok := c.st.applied[id]
+	if !ok {
+		return render.Object{}, false
+	}
+	return p.unpack()
 }
 
 // Release ends the check.

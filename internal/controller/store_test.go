@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -137,6 +139,65 @@ func TestAppliedGenerationOfASyncRecordedBeforeTheFieldExisted(t *testing.T) {
 	} {
 		if got := appliedGeneration(&tc.st); got != tc.want {
 			t.Errorf("%s: appliedGeneration = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestTheStoreKeepsObjectsPackedAndGivesThemBackAsRendered(t *testing.T) {
+	s := NewStore()
+	deploy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "ns", "labels": map[string]any{"app": "web"}},
+		"spec": map[string]any{"replicas": int64(3), "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "app", "image": "web:1.2", "resources": map[string]any{"limits": map[string]any{"cpu": 0.5}}}},
+		}}},
+	}}
+	objects := []render.Object{{Object: deploy, Origin: render.Origin{Path: "apps/web.yaml"}, SecretVariables: []string{"token"}}, storeObject("cm", "1")}
+	s.SetRendered("ns/fleet", "uid-1", "rev", 1, "", "", objects)
+
+	got, ok := s.Rendered("ns/fleet", "uid-1", "rev", 1, "")
+	if !ok || len(got) != 2 {
+		t.Fatalf("the cached render is %d objects (found %v), want 2", len(got), ok)
+	}
+	if !equality.Semantic.DeepEqual(got[0].Object.Object, deploy.Object) {
+		t.Errorf("the cached Deployment came back changed (-want +got):\n%s", cmp.Diff(deploy.Object, got[0].Object.Object))
+	}
+	if got[0].Origin.Path != "apps/web.yaml" || len(got[0].SecretVariables) != 1 {
+		t.Errorf("the cached Deployment lost its origin or Secret variables: %+v", got[0])
+	}
+	// A sync may change what it was given; the cache stays as rendered.
+	got[1].Object.SetName("changed")
+	again, _ := s.Rendered("ns/fleet", "uid-1", "rev", 1, "")
+	if again[1].Object.GetName() != "cm" {
+		t.Errorf("a change to a returned object reached the cache: %q", again[1].Object.GetName())
+	}
+
+	w := s.BeginWrite("ns/fleet", "uid-1")
+	w.Replace(got[:1])
+	w.Release()
+	c, _ := s.BeginCheck("ns/fleet")
+	desired, ok := c.Desired("uid-1", plan.IDOf(deploy))
+	c.Release()
+	if !ok || !equality.Semantic.DeepEqual(desired.Object.Object, deploy.Object) {
+		t.Errorf("a drift check reverts to something else than the applied Deployment (found %v) (-want +got):\n%s", ok, cmp.Diff(deploy.Object, desired.Object.Object))
+	}
+}
+
+func TestARenderAndWhatWasAppliedFromItAreHeldOnce(t *testing.T) {
+	s := NewStore()
+	objects := []render.Object{storeObject("a", "1"), storeObject("b", "1")}
+	s.SetRendered("ns/fleet", "uid-1", "rev", 1, "", "", objects)
+	rendered, _ := s.Rendered("ns/fleet", "uid-1", "rev", 1, "")
+	w := s.BeginWrite("ns/fleet", "uid-1")
+	w.Replace(rendered[:1])
+	w.Record(apply.ChangeSet{{ID: plan.IDOf(rendered[1].Object), Action: apply.Configured}}, map[plan.ID]render.Object{plan.IDOf(rendered[1].Object): rendered[1]})
+	w.Release()
+
+	st := s.state("ns/fleet")
+	for _, p := range st.rendered.objects {
+		held := st.applied[p.id].json
+		if len(held) == 0 || &held[0] != &p.json[0] {
+			t.Errorf("%s is held twice: once rendered, once applied", p.id)
 		}
 	}
 }

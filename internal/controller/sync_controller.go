@@ -478,8 +478,7 @@ func (r *SyncReconciler) watchedAndCurrent(s *v1alpha1.Sync, revision, variables
 	if revision != s.Status.LastAppliedRevision || s.Generation != appliedGeneration(&s.Status) || !r.watchedAndRecent(s) {
 		return false
 	}
-	_, ok := r.Store.Rendered(s.Namespace+"/"+s.Name, s.UID, revision, s.Generation, variables)
-	return ok
+	return r.Store.HasRendered(s.Namespace+"/"+s.Name, s.UID, revision, s.Generation, variables)
 }
 
 // watchedAndRecent reports whether a Sync may skip comparing objects that
