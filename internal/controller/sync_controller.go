@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -118,6 +119,14 @@ func (r *SyncReconciler) now() time.Time {
 
 // Reconcile runs one sync of a Sync and records it.
 func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	// A wake-up's priority (wakeSource) orders that one sync; the next
+	// interval queues at the default priority.
+	res.Priority = ptr.To(0)
+	return res, err
+}
+
+func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	var s v1alpha1.Sync
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
