@@ -287,7 +287,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(engine.FetchReason(err), err)
 	}
-	o.revision, err = source.Resolve(ctx, req)
+	o.revision, err = r.Mirror().Resolve(ctx, req)
 	if err != nil {
 		return fail(v1alpha1.ReasonFetchFailed, err)
 	}

@@ -159,7 +159,7 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.S
 		if !seen {
 			res = &resolved{}
 			if res.req, res.err = engine.SourceRequest(ctx, r.Reader, s); res.err == nil {
-				res.revision, res.err = source.Resolve(ctx, res.req)
+				res.revision, res.err = r.Mirror().Resolve(ctx, res.req)
 			}
 			sources[id] = res
 		}

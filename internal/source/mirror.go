@@ -47,8 +47,12 @@ type Mirror struct {
 	mu    sync.Mutex
 	repos map[string]*mirrored
 
-	fetches atomic.Int64
-	trees   atomic.Int64
+	resolveMu sync.Mutex
+	resolving map[string]*refResolution
+
+	fetches  atomic.Int64
+	trees    atomic.Int64
+	resolves atomic.Int64
 }
 
 // MirrorStats count what a Mirror did.
@@ -57,11 +61,13 @@ type MirrorStats struct {
 	Fetches int64
 	// Trees are the revisions written out as trees.
 	Trees int64
+	// Resolves are the ls-remotes that Resolve ran.
+	Resolves int64
 }
 
 // Stats returns what m did since it was made.
 func (m *Mirror) Stats() MirrorStats {
-	return MirrorStats{Fetches: m.fetches.Load(), Trees: m.trees.Load()}
+	return MirrorStats{Fetches: m.fetches.Load(), Trees: m.trees.Load(), Resolves: m.resolves.Load()}
 }
 
 // A Tree is one revision of a repository, checked out read-only. Release
