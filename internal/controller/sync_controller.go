@@ -120,9 +120,11 @@ func (r *SyncReconciler) now() time.Time {
 // Reconcile runs one sync of a Sync and records it.
 func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res, err := r.reconcile(ctx, req)
-	// A wake-up's priority (wakeSource) orders that one sync; the next
-	// interval queues at the default priority.
-	res.Priority = ptr.To(0)
+	// A wake-up's priority (wakeSource) orders that one sync; a retry or
+	// the next interval queues at the default priority.
+	if res.RequeueAfter > 0 || err != nil {
+		res.Priority = ptr.To(0)
+	}
 	return res, err
 }
 
