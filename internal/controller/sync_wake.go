@@ -57,7 +57,10 @@ func (w *wakeSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInt
 			select {
 			case <-ctx.Done():
 				return
-			case e := <-w.wake:
+			case e, open := <-w.wake:
+				if !open {
+					return
+				}
 				if e.Object == nil {
 					continue
 				}
