@@ -99,8 +99,11 @@ type SyncReconciler struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
-	mirrorOnce   sync.Once
-	mirror       *source.Mirror
+	mirrorOnce sync.Once
+	mirror     *source.Mirror
+	// woken holds, by namespace/name, the wokenRevision of each Sync
+	// woken and not synced since.
+	woken        sync.Map
 	capabilities capabilities
 }
 
@@ -134,6 +137,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Store.Forget(req.String())
+			r.woken.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -289,7 +293,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(engine.FetchReason(err), err)
 	}
-	o.revision, err = r.Mirror().Resolve(ctx, req)
+	o.revision, err = r.resolve(ctx, s, req)
 	if err != nil {
 		return fail(v1alpha1.ReasonFetchFailed, err)
 	}

@@ -147,10 +147,7 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.S
 	for i, s := range syncs {
 		priorities[i] = changedPriority
 		key := s.Namespace + "/" + s.Name
-		inputs, ok := r.Store.Inputs(key, s.UID, s.Generation)
-		if !ok {
-			continue
-		}
+		inputs, hasInputs := r.Store.Inputs(key, s.UID, s.Generation)
 		g, err := json.Marshal(s.Spec.Source.Git)
 		if err != nil {
 			continue
@@ -167,6 +164,10 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.S
 			sources[id] = res
 		}
 		if res.err != nil {
+			continue
+		}
+		r.wokenAt(s, res.revision)
+		if !hasInputs {
 			continue
 		}
 		if res.revision == s.Status.LastAppliedRevision {
@@ -187,4 +188,35 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.S
 		}
 	}
 	return priorities
+}
+
+// wokenRevisionTTL is how long the revision a wake-up resolved stands in
+// for the woken Sync's own ls-remote.
+const wokenRevisionTTL = time.Minute
+
+// wokenRevision is what the ref of a woken Sync pointed to when its
+// wake-up was ordered: an answer at least as new as the push notice.
+type wokenRevision struct {
+	generation int64
+	revision   string
+	at         time.Time
+}
+
+// wokenAt notes that s's ref pointed to revision after the notice that
+// woke it, so that its sync does not ask the remote again.
+func (r *SyncReconciler) wokenAt(s *v1alpha1.Sync, revision string) {
+	r.woken.Store(s.Namespace+"/"+s.Name, wokenRevision{generation: s.Generation, revision: revision, at: r.now()})
+}
+
+// resolve returns the revision s's ref points to: the one its wake-up
+// resolved, once, when that was after the notice and s's spec did not
+// change since; otherwise an ls-remote (shared, see source.Mirror.Resolve).
+func (r *SyncReconciler) resolve(ctx context.Context, s *v1alpha1.Sync, req source.Request) (string, error) {
+	if v, ok := r.woken.LoadAndDelete(s.Namespace + "/" + s.Name); ok {
+		w := v.(wokenRevision)
+		if w.generation == s.Generation && r.now().Sub(w.at) < wokenRevisionTTL {
+			return w.revision, nil
+		}
+	}
+	return r.Mirror().Resolve(ctx, req)
 }

@@ -17,7 +17,7 @@ import (
 // A push notice wakes every Sync of the repository; the one whose file
 // the commit changed is synced first, even though it was woken last and
 // its previous sync was the latest, and the others then record the new
-// revision.
+// revision. The notice costs one ls-remote, not one per Sync.
 func TestAWokenSyncWhosePathsChangedIsSyncedBeforeTheOthers(t *testing.T) {
 	h := newHarness(t)
 	const apps = 8
@@ -28,7 +28,7 @@ func TestAWokenSyncWhosePathsChangedIsSyncedBeforeTheOthers(t *testing.T) {
 	}
 	first := h.repo.Commit(t, "initial", files)
 	wake := make(chan event.TypedGenericEvent[*v1alpha1.Sync])
-	startAgentWith(t, func(o *Options) { o.Wake = wake })
+	agent := startAgentWith(t, func(o *Options) { o.Wake = wake })
 	// Created last, app-0 is also the last synced, so that an
 	// unordered queue would take it last.
 	for i := apps - 1; i >= 0; i-- {
@@ -51,6 +51,7 @@ func TestAWokenSyncWhosePathsChangedIsSyncedBeforeTheOthers(t *testing.T) {
 	}
 	defer w.Stop()
 
+	lsRemotes := agent.Mirror().Stats().Resolves
 	second := h.repo.Commit(t, "app-0: v2", map[string]string{name(0) + ".yaml": configMap(name(0), "v2")})
 	for i := apps - 1; i >= 0; i-- {
 		wake <- event.TypedGenericEvent[*v1alpha1.Sync]{Object: h.syncNow(name(i))}
@@ -70,6 +71,9 @@ func TestAWokenSyncWhosePathsChangedIsSyncedBeforeTheOthers(t *testing.T) {
 	}
 	if order[0] != name(0) {
 		t.Errorf("Syncs recorded %s in the order %q; want %s, whose file changed, first", second[:7], order, name(0))
+	}
+	if got := agent.Mirror().Stats().Resolves - lsRemotes; got != 1 {
+		t.Errorf("a notice that woke %d Syncs of one branch cost %d ls-remotes, want 1", apps, got)
 	}
 	if got := get(t, "v1", "ConfigMap", h.ns, name(0)); got == nil || got.Object["data"].(map[string]any)["key"] != "v2" {
 		t.Errorf("ConfigMap %s was not updated: %v", name(0), got)
