@@ -43,6 +43,10 @@ const (
 	// discovery and the watches.
 	fleetPerSync  = 12
 	fleetConstant = 20
+	// fleetChangeWrites bounds the writes of a commit to one app of the
+	// fleet, pushed: each Sync records the new revision (one status
+	// write), and the app's one changed object is validated and applied.
+	fleetChangeWrites = 2
 	// restartPerObject and restartConstant bound what an agent restarted
 	// over objects in sync asks until it serves: today a full comparison,
 	// a read and a dry run per object, plus discovery and the watches. It
@@ -181,4 +185,12 @@ func TestFleetRequestBudget(t *testing.T) {
 			syncs, got, limit, fleetPerSync, fleetConstant, f.Requests.Detail)
 	}
 	t.Logf("the first syncs of %d Syncs: %d requests (%s)", syncs, f.Requests.Total, f.Requests.Detail)
+	c := f.Change
+	if c.Woken != syncs || c.Renders != 1 || c.Fetches != 1 {
+		t.Errorf("a commit to one app, pushed: woke %d Syncs, %.0f renders, %d fetches; want %d, 1 and 1", c.Woken, c.Renders, c.Fetches, syncs)
+	}
+	if limit := syncs + fleetChangeWrites; c.Writes > limit {
+		t.Errorf("a commit to one app, pushed, made %d writes, over the budget of %d (one status write per Sync + %d): %s",
+			c.Writes, limit, fleetChangeWrites, c.Requests.Detail)
+	}
 }

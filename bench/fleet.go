@@ -29,11 +29,13 @@ type fleet struct {
 	// at the commit.
 	AllReady float64 `json:"all_ready_s"`
 	// Fetches and Trees are the agent's git fetches and the revisions it
-	// wrote out; Renders its renders of Syncs' paths.
-	Fetches  int64          `json:"fetches"`
-	Trees    int64          `json:"trees"`
-	Renders  float64        `json:"renders"`
-	Requests requestSummary `json:"driftless_requests"`
+	// wrote out, LsRemotes its resolutions of the branch; Renders its
+	// renders of Syncs' paths.
+	Fetches   int64          `json:"fetches"`
+	Trees     int64          `json:"trees"`
+	LsRemotes int64          `json:"ls_remotes"`
+	Renders   float64        `json:"renders"`
+	Requests  requestSummary `json:"driftless_requests"`
 	// Memory is this process (agent and harness) after every Sync was
 	// Ready; PeakRSS the highest RSS sampled while they synced.
 	Memory  memory  `json:"memory"`
@@ -47,13 +49,14 @@ type fleet struct {
 type fleetChange struct {
 	// Applied is from the push notice until the app's ConfigMap changed;
 	// AllReady until every Sync was Ready at the commit.
-	Applied  float64        `json:"push_to_applied_s"`
-	AllReady float64        `json:"push_to_all_ready_s"`
-	Woken    int            `json:"woken"`
-	Fetches  int64          `json:"fetches"`
-	Renders  float64        `json:"renders"`
-	Writes   int            `json:"writes"`
-	Requests requestSummary `json:"driftless_requests"`
+	Applied   float64        `json:"push_to_applied_s"`
+	AllReady  float64        `json:"push_to_all_ready_s"`
+	Woken     int            `json:"woken"`
+	Fetches   int64          `json:"fetches"`
+	LsRemotes int64          `json:"ls_remotes"`
+	Renders   float64        `json:"renders"`
+	Writes    int            `json:"writes"`
+	Requests  requestSummary `json:"driftless_requests"`
 }
 
 // runFleet measures syncs Syncs of one app each, on a control plane of
@@ -121,10 +124,10 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	r.Requests = summarize(reqAfter.minus(reqBefore))
 	r.Renders = rendersDone() - rendersBefore
 	stats := a.syncs.Mirror().Stats()
-	r.Fetches, r.Trees = stats.Fetches, stats.Trees
+	r.Fetches, r.Trees, r.LsRemotes = stats.Fetches, stats.Trees, stats.Resolves
 	r.Memory = readMemory()
-	step("%d Syncs Ready in %.1f s: %d fetches, %.0f renders, %d requests (%s), peak RSS %.0f MiB",
-		syncs, r.AllReady, r.Fetches, r.Renders, r.Requests.Total, r.Requests.ByVerb, r.PeakRSS)
+	step("%d Syncs Ready in %.1f s: %d fetches, %d ls-remotes, %.0f renders, %d requests (%s), peak RSS %.0f MiB",
+		syncs, r.AllReady, r.Fetches, r.LsRemotes, r.Renders, r.Requests.Total, r.Requests.ByVerb, r.PeakRSS)
 
 	if err := quiet(ctx, a, 2*time.Second, 2*time.Minute); err != nil {
 		return nil, err
@@ -143,7 +146,7 @@ func (b *bench) fleetChange(ctx context.Context, a *agent, repo *gitRepo, w *wor
 	const app = 7
 	ns, name := w.namespaceOf(app), appName(app)
 	rendersBefore := rendersDone()
-	fetchesBefore := a.syncs.Mirror().Stats().Fetches
+	before := a.syncs.Mirror().Stats()
 	reqBefore, _ := a.requests.snapshot()
 	rev, err := repo.commit(name+": config v2", w.changed(app, "v2"))
 	if err != nil {
@@ -184,9 +187,10 @@ func (b *bench) fleetChange(ctx context.Context, a *agent, repo *gitRepo, w *wor
 	reqs := reqAfter.minus(reqBefore)
 	r.Requests, r.Writes = summarize(reqs), reqs.writes()
 	r.Renders = rendersDone() - rendersBefore
-	r.Fetches = a.syncs.Mirror().Stats().Fetches - fetchesBefore
-	step("one app's commit, pushed: woke %d Syncs; applied in %.2f s, all Ready in %.2f s; %d fetches, %.0f renders, %d writes (%s)",
-		r.Woken, r.Applied, r.AllReady, r.Fetches, r.Renders, r.Writes, r.Requests.ByVerb)
+	after := a.syncs.Mirror().Stats()
+	r.Fetches, r.LsRemotes = after.Fetches-before.Fetches, after.Resolves-before.Resolves
+	step("one app's commit, pushed: woke %d Syncs; applied in %.2f s, all Ready in %.2f s; %d fetches, %d ls-remotes, %.0f renders, %d writes (%s)",
+		r.Woken, r.Applied, r.AllReady, r.Fetches, r.LsRemotes, r.Renders, r.Writes, r.Requests.ByVerb)
 	return nil
 }
 

@@ -20,6 +20,8 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/driftless/driftless/internal/controller"
 )
 
 // options are the command line.
@@ -81,7 +83,7 @@ func main() {
 	fs.DurationVar(&o.syncTimeout, "sync-timeout", 0, "spec.timeout of the timed Syncs; 0 leaves the API's default (5m)")
 	fs.IntVar(&o.overlays, "overlays", 100, "Kustomize overlays of one base in one Sync, in the render cache case; 0 skips it")
 	fs.IntVar(&o.syncs, "syncs", 1000, "Syncs of 4 objects each, all reading one repository, in the fleet case; 0 skips it")
-	fs.IntVar(&o.concurrent, "concurrent", 0, "the agent's --concurrent (Syncs reconciled and drifted objects checked at the same time); 0 leaves its default")
+	fs.IntVar(&o.concurrent, "concurrent", 0, fmt.Sprintf("the agent's --concurrent (Syncs reconciled and drifted objects checked at the same time); 0 leaves its default (%d)", controller.DefaultConcurrency))
 	fs.BoolVar(&o.restart, "restart", true, "at each size, after the other phases, restart the agent over the objects in sync: writes until serving and time to serving against one full LIST; -restart=false skips it")
 	fs.BoolVar(&o.agentMemory, "agent-memory", true, "measure the RSS of the driftless agent binary as a process of its own (peak over its first syncs, steady after), on one Sync of the largest size's objects and on -syncs Syncs of 10 objects; -agent-memory=false skips it")
 	fs.BoolVar(&o.agentMemoryOnly, "agent-memory-only", false, "run only the agent process's memory case, at the largest of -sizes and with -syncs Syncs")

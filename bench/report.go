@@ -98,11 +98,11 @@ func printReport(out io.Writer, res *results) {
 		n := thousands(f.Objects)
 		row(n, fmt.Sprintf("%d Syncs of 4 objects, one repository: all Ready after creating them", f.Syncs),
 			fmt.Sprintf("**%s**", secs(f.AllReady)),
-			fmt.Sprintf("%d fetches, %.0f renders, %s requests (%s), peak RSS %.0f MiB", f.Fetches, f.Renders, thousands(f.Requests.Total), f.Requests.ByVerb, f.PeakRSS), "≤ 30 s, 1 fetch")
+			fmt.Sprintf("%d fetches, %d ls-remotes, %.0f renders, %s requests (%s), peak RSS %.0f MiB", f.Fetches, f.LsRemotes, f.Renders, thousands(f.Requests.Total), f.Requests.ByVerb, f.PeakRSS), "≤ 30 s, 1 fetch")
 		c := f.Change
 		row(n, "one app's commit, push notice → that app applied / every Sync Ready at the commit",
 			fmt.Sprintf("%s / %s", secs(c.Applied), secs(c.AllReady)),
-			fmt.Sprintf("woke %d; %d fetches, %.0f renders, %d writes", c.Woken, c.Fetches, c.Renders, c.Writes), "1 render")
+			fmt.Sprintf("woke %d; %d fetches, %d ls-remotes, %.0f renders, %d writes", c.Woken, c.Fetches, c.LsRemotes, c.Renders, c.Writes), "1 render")
 	}
 	for _, m := range res.AgentMemory {
 		per := fmt.Sprintf("per 1,000 objects above idle: peak +%.1f, steady +%.1f MiB", m.PeakPerThousand, m.SteadyPerThousand)

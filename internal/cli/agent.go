@@ -140,7 +140,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.cacheDir, "cache-dir", defaults.CacheDir, "directory for git mirrors: one per repository and credentials, shared by the Syncs that read it, with a tree per revision")
-	f.IntVar(&o.concurrent, "concurrent", defaults.Concurrency, "Syncs reconciled at the same time (and drifted objects checked at the same time)")
+	f.IntVar(&o.concurrent, "concurrent", defaults.Concurrency, "Syncs reconciled at the same time, and drifted objects checked at the same time (each sync mostly waits for the API server and git, so more than the cores pays off for fleets of many Syncs)")
 	f.Float32Var(&o.qps, "kube-api-qps", controller.DefaultKubeAPIQPS, "requests per second the agent may send to the API server (client side; the server's priority and fairness still applies)")
 	f.IntVar(&o.burst, "kube-api-burst", controller.DefaultKubeAPIBurst, "burst of requests above --kube-api-qps")
 	f.BoolVar(&o.dryRun, "dry-run", false, "write nothing: report what every Sync would create, change, prune and revert (events, status, condition Drifted)")

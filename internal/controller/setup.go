@@ -29,6 +29,15 @@ const (
 	DefaultKubeAPIBurst = 1000
 )
 
+// DefaultConcurrency is how many Syncs are reconciled at once by
+// default. A sync spends most of its time waiting for the API server and
+// the git remote, not computing: on two cores, a fleet of 1,000 small
+// Syncs became Ready 1.2 to 2.1 times sooner at 16 than at 4 (bench,
+// fleet case: 69 s against 42-58 s, and 288 s against 134 s on a
+// heavily loaded machine), and 32 did not do better. Argo CD runs 20
+// status and 10 operation processors by default.
+const DefaultConcurrency = 16
+
 // Options configure the agent's controllers.
 type Options struct {
 	// CacheDir holds the git mirrors (see source.Mirror).
@@ -36,7 +45,7 @@ type Options struct {
 	// DryRun makes every Sync report instead of write.
 	DryRun bool
 	// Concurrency is how many Syncs, and how many drifted objects, are
-	// handled at once.
+	// handled at once (DefaultConcurrency).
 	Concurrency int
 	// FullResync is how often a Sync compares every object even when git
 	// did not change and the watches saw nothing.
@@ -66,7 +75,7 @@ type Options struct {
 
 // DefaultOptions returns the agent's defaults.
 func DefaultOptions() Options {
-	return Options{CacheDir: filepath.Join(os.TempDir(), "driftless"), Concurrency: 4, FullResync: time.Hour,
+	return Options{CacheDir: filepath.Join(os.TempDir(), "driftless"), Concurrency: DefaultConcurrency, FullResync: time.Hour,
 		RenderBudgets: render.DefaultBudgets()}
 }
 

@@ -126,6 +126,23 @@ func (s *Store) RenderedInputs(key string, uid types.UID, generation int64, vari
 	return unpackAll(r.objects)
 }
 
+// Inputs returns the digest of the paths that the cached render of key
+// was made from (see SetRendered), when it was made by the Sync uid at
+// generation and read nothing but its paths.
+func (s *Store) Inputs(key string, uid types.UID, generation int64) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	if !ok {
+		return "", false
+	}
+	r := st.rendered
+	if r.uid != uid || r.generation != generation || r.inputs == "" || r.objects == nil {
+		return "", false
+	}
+	return r.inputs, true
+}
+
 // SetRendered caches a render of key, packed (see packed): the caller
 // keeps objects. inputs is the digest of everything the render read, ""
 // when that is not known.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -98,8 +99,11 @@ type SyncReconciler struct {
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 
-	mirrorOnce   sync.Once
-	mirror       *source.Mirror
+	mirrorOnce sync.Once
+	mirror     *source.Mirror
+	// woken holds, by namespace/name, the wokenRevision of each Sync
+	// woken and not synced since.
+	woken        sync.Map
 	capabilities capabilities
 }
 
@@ -118,11 +122,22 @@ func (r *SyncReconciler) now() time.Time {
 
 // Reconcile runs one sync of a Sync and records it.
 func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	// A wake-up's priority (wakeSource) orders that one sync; a retry or
+	// the next interval queues at the default priority.
+	if res.RequeueAfter > 0 || err != nil {
+		res.Priority = ptr.To(0)
+	}
+	return res, err
+}
+
+func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	var s v1alpha1.Sync
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Store.Forget(req.String())
+			r.woken.Delete(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -255,7 +270,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(engine.FetchReason(err), err)
 	}
-	o.revision, err = source.Resolve(ctx, req)
+	o.revision, err = r.resolve(ctx, s, req)
 	if err != nil {
 		return fail(v1alpha1.ReasonFetchFailed, err)
 	}

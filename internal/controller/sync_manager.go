@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 )
@@ -17,13 +16,14 @@ import (
 // their spec changes (a new generation) or a sync is requested
 // (RequestedAtAnnotation), and then every spec.interval;
 // status updates do not trigger a sync. Each event read from wake, when
-// it is not nil, reconciles its Sync at once.
+// it is not nil, reconciles its Sync at once: those whose paths changed
+// first (see wakeSource).
 func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, wake <-chan event.TypedGenericEvent[*v1alpha1.Sync]) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Sync{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, requestedAtChanged))).
 		Watches(&v1alpha1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.dependents))
 	if wake != nil {
-		b = b.WatchesRawSource(source.Channel(wake, &handler.TypedEnqueueRequestForObject[*v1alpha1.Sync]{}))
+		b = b.WatchesRawSource(&wakeSource{r: r, wake: wake})
 	}
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Named("sync").

@@ -47,8 +47,12 @@ type Mirror struct {
 	mu    sync.Mutex
 	repos map[string]*mirrored
 
-	fetches atomic.Int64
-	trees   atomic.Int64
+	resolveMu sync.Mutex
+	resolving map[string]*refResolution
+
+	fetches  atomic.Int64
+	trees    atomic.Int64
+	resolves atomic.Int64
 }
 
 // MirrorStats count what a Mirror did.
@@ -57,11 +61,13 @@ type MirrorStats struct {
 	Fetches int64
 	// Trees are the revisions written out as trees.
 	Trees int64
+	// Resolves are the ls-remotes that Resolve ran.
+	Resolves int64
 }
 
 // Stats returns what m did since it was made.
 func (m *Mirror) Stats() MirrorStats {
-	return MirrorStats{Fetches: m.fetches.Load(), Trees: m.trees.Load()}
+	return MirrorStats{Fetches: m.fetches.Load(), Trees: m.trees.Load(), Resolves: m.resolves.Load()}
 }
 
 // A Tree is one revision of a repository, checked out read-only. Release
@@ -93,6 +99,59 @@ type mirrored struct {
 	trees map[string]*tree
 	// order lists the revisions of trees, oldest first.
 	order []string
+	// root is the root tree of the commit rootOf, the last one
+	// PathsDigest read, and dirs its directories read so far: a thousand
+	// Syncs of one revision decode each directory once, not a thousand
+	// times.
+	root   *object.Tree
+	rootOf plumbing.Hash
+	dirs   map[string]*object.Tree
+}
+
+// useRoot makes c's root tree the one that subtree and find read, decoding
+// it only when c is not the commit asked about last. r.mu is held.
+func (r *mirrored) useRoot(c *object.Commit) error {
+	if r.root != nil && r.rootOf == c.Hash {
+		return nil
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return err
+	}
+	r.root, r.rootOf, r.dirs = t, c.Hash, map[string]*object.Tree{}
+	return nil
+}
+
+// subtree returns the directory d ("" is the root) of the root tree. r.mu is
+// held.
+func (r *mirrored) subtree(d string) (*object.Tree, error) {
+	if d == "" {
+		return r.root, nil
+	}
+	if t, ok := r.dirs[d]; ok {
+		return t, nil
+	}
+	parent, name := path.Split(d)
+	pt, err := r.subtree(strings.TrimSuffix(parent, "/"))
+	if err != nil {
+		return nil, err
+	}
+	t, err := pt.Tree(name)
+	if err != nil {
+		return nil, err
+	}
+	r.dirs[d] = t
+	return t, nil
+}
+
+// find returns the entry at p in the root tree. r.mu is held.
+func (r *mirrored) find(p string) (*object.TreeEntry, error) {
+	d, name := path.Split(p)
+	t, err := r.subtree(strings.TrimSuffix(d, "/"))
+	if err != nil {
+		return nil, err
+	}
+	return t.FindEntry(name)
 }
 
 type tree struct {
@@ -320,10 +379,10 @@ func (m *Mirror) PathsDigest(ctx context.Context, req Request, revision string, 
 	if err != nil {
 		return "", false, err
 	}
-	root, err := commit.Tree()
-	if err != nil {
+	if err := r.useRoot(commit); err != nil {
 		return "", false, nil
 	}
+	root := r.root
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
@@ -338,7 +397,7 @@ func (m *Mirror) PathsDigest(ctx context.Context, req Request, revision string, 
 			h.Write(root.Hash[:])
 			continue
 		}
-		entry, err := root.FindEntry(p)
+		entry, err := r.find(p)
 		if err != nil {
 			// Absent, or under a symbolic link to a directory, which
 			// the render follows: either way the digest cannot tell.
@@ -348,7 +407,7 @@ func (m *Mirror) PathsDigest(ctx context.Context, req Request, revision string, 
 		case filemode.Symlink, filemode.Submodule:
 			return "", false, nil
 		case filemode.Dir:
-			sub, err := root.Tree(p)
+			sub, err := r.subtree(p)
 			if err != nil || hasSymlink(sub) {
 				return "", false, nil
 			}
