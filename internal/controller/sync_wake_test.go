@@ -51,10 +51,15 @@ func TestAWokenSyncWhosePathsChangedIsSyncedBeforeTheOthers(t *testing.T) {
 	}
 	defer w.Stop()
 
+	// Read first, so that the wake-ups come together as a receiver's do.
+	var woken []*v1alpha1.Sync
+	for i := apps - 1; i >= 0; i-- {
+		woken = append(woken, h.syncNow(name(i)))
+	}
 	lsRemotes := agent.Mirror().Stats().Resolves
 	second := h.repo.Commit(t, "app-0: v2", map[string]string{name(0) + ".yaml": configMap(name(0), "v2")})
-	for i := apps - 1; i >= 0; i-- {
-		wake <- event.TypedGenericEvent[*v1alpha1.Sync]{Object: h.syncNow(name(i))}
+	for _, s := range woken {
+		wake <- event.TypedGenericEvent[*v1alpha1.Sync]{Object: s}
 	}
 	var order []string
 	for len(order) < apps {
