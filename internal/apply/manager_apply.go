@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,9 +42,9 @@ type checked struct {
 // Apply validates every object of p with a server-side dry-run and, when
 // all pass, applies those that differ from the cluster, wave by wave.
 // Within a wave, its CRDs and Namespaces are written first; then its
-// cluster-wide policies; then everything else, started in rank order with
-// each object waiting only for the objects of the plan it needs; then its
-// webhooks and APIServices.
+// cluster-wide policies; then everything else, kind by kind within each
+// namespace (an object waits for every object of a lower rank in its
+// namespace, not for other namespaces); then its webhooks and APIServices.
 //
 // Objects equal to the cluster are not written (their resourceVersion does
 // not change). Objects that can only be validated once a Namespace or CRD
@@ -55,7 +53,8 @@ type checked struct {
 // *ValidationError listing what was written. After each wave but the last
 // (and after the last with Options.Wait.Last) Apply waits until the wave
 // is healthy; an unhealthy wave stops it with an *UnhealthyError. A
-// failure while writing starts nothing more: what was in flight is
+// failure while writing starts nothing more (nothing of a later rank in
+// the failed object's namespace is written): what was in flight is
 // finished. Either way the ChangeSet so far is returned with the error.
 func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 	m.fresh = nil // Namespaces an earlier Apply created are not empty now
@@ -477,56 +476,50 @@ func stageOf(r plan.Rank) int {
 	return 3
 }
 
-// write applies the checked steps that differ from the cluster, starting
-// them in order with up to Concurrency requests in flight. A step waits
-// only for the steps of results it needs (plan.Step.Needs), not for the
-// rest of its rank. After a failure no further step is started, nor one
-// whose need failed; what is in flight is finished.
+// write applies the checked steps of one stage that differ from the
+// cluster, with up to Concurrency requests in flight. Kinds keep their
+// order within a namespace: a namespaced object is started once every
+// object of a lower rank in its namespace, and every cluster-scoped object
+// of a lower rank, has been written; a cluster-scoped object once every
+// object of a lower rank has been. Namespaces do not wait for each other.
+// After a failed write nothing more is started (so nothing of a later rank
+// in that namespace is written); what is in flight is finished.
 func (m *Manager) write(ctx context.Context, results []checked) (ChangeSet, error) {
-	index := make(map[plan.ID]int, len(results))
-	for i, r := range results {
-		index[r.step.ID] = i
-	}
-	done := make([]chan struct{}, len(results))
-	for i := range done {
-		done[i] = make(chan struct{})
-	}
+	b := newBarriers(results)
 	errs := make([]error, len(results))
 	written := make([]bool, len(results))
-	var failed atomic.Bool
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(m.opts.Concurrency)
-	started := 0
-	for i, r := range results {
-		if failed.Load() {
+	finished := make(chan int, len(results))
+	inflight, failed := 0, false
+	for {
+		for len(b.ready) > 0 && inflight < m.opts.Concurrency && !failed {
+			i := b.ready[0]
+			b.ready = b.ready[1:]
+			if a := results[i].action; (a == Unchanged || a == Skipped) && !results[i].recreate {
+				written[i] = true // nothing to send
+				b.done(i)
+				continue
+			}
+			inflight++
+			go func() {
+				errs[i] = m.writeOne(ctx, results[i])
+				finished <- i
+			}()
+		}
+		if inflight == 0 {
 			break
 		}
-		started++
-		g.Go(func() error {
-			defer close(done[i])
-			for _, id := range r.step.Needs {
-				// Only what was started earlier is waited for: it holds a
-				// slot of its own, so the wait always ends.
-				if j, ok := index[id]; ok && j < i {
-					<-done[j]
-					if !written[j] {
-						return nil
-					}
-				}
-			}
-			if err := m.writeOne(gctx, r); err != nil {
-				errs[i] = err
-				failed.Store(true)
-				return nil
-			}
-			written[i] = true
-			return nil
-		})
+		i := <-finished
+		inflight--
+		if errs[i] != nil {
+			failed = true
+			continue
+		}
+		written[i] = true
+		b.done(i)
 	}
-	_ = g.Wait()
 	var cs ChangeSet
 	var failures []error
-	for i, r := range results[:started] {
+	for i, r := range results {
 		origin := r.step.Object.Origin.String()
 		switch {
 		case errs[i] != nil:
@@ -535,7 +528,107 @@ func (m *Manager) write(ctx context.Context, results []checked) (ChangeSet, erro
 			cs = append(cs, Change{ID: r.step.ID, Origin: origin, Action: r.action, Reason: r.reason, Adopted: r.adopted})
 		}
 	}
+	if !failed && len(cs) < len(results) {
+		return cs, fmt.Errorf("apply stopped with %d of %d objects unwritten and no failure: this is a bug in driftless", len(results)-len(cs), len(results))
+	}
 	return cs, errors.Join(failures...)
+}
+
+// barriers releases the objects of one stage, in plan order (by rank, then
+// namespace), as the kind order within each namespace allows. Each object
+// is released once and each rank group of a namespace opened once, so the
+// work is linear in the objects (times the handful of ranks for a
+// cluster-scoped group).
+type barriers struct {
+	results []checked
+	// byNS holds each namespace's rank groups ("" for cluster-scoped
+	// objects), in rank order; cur is its first group not yet written.
+	byNS  map[string]*nsGroups
+	order []*nsGroups
+	// left counts the objects not yet written, by rank.
+	left map[plan.Rank]int
+	// ready are the released objects not yet started, in release order.
+	ready []int
+}
+
+type nsGroups struct {
+	name   string
+	groups []rankGroup
+	cur    int
+	open   bool
+}
+
+type rankGroup struct {
+	rank    plan.Rank
+	members []int
+	left    int
+}
+
+func newBarriers(results []checked) *barriers {
+	b := &barriers{results: results, byNS: map[string]*nsGroups{}, left: map[plan.Rank]int{}}
+	for i, r := range results {
+		ns, rank := r.step.ID.Namespace, r.step.Rank
+		n := b.byNS[ns]
+		if n == nil {
+			n = &nsGroups{name: ns}
+			b.byNS[ns] = n
+			b.order = append(b.order, n)
+		}
+		if k := len(n.groups); k == 0 || n.groups[k-1].rank != rank {
+			n.groups = append(n.groups, rankGroup{rank: rank})
+		}
+		g := &n.groups[len(n.groups)-1]
+		g.members = append(g.members, i)
+		g.left++
+		b.left[rank]++
+	}
+	for _, n := range b.order {
+		b.tryOpen(n)
+	}
+	return b
+}
+
+// tryOpen releases the first unwritten rank group of n if nothing it must
+// follow is left.
+func (b *barriers) tryOpen(n *nsGroups) {
+	if n.open || n.cur == len(n.groups) {
+		return
+	}
+	g := n.groups[n.cur]
+	if n.name == "" {
+		for r, left := range b.left {
+			if r < g.rank && left > 0 {
+				return
+			}
+		}
+	} else if cluster := b.byNS[""]; cluster != nil && cluster.cur < len(cluster.groups) && cluster.groups[cluster.cur].rank < g.rank {
+		return
+	}
+	n.open = true
+	b.ready = append(b.ready, g.members...)
+}
+
+// done records that object i was written (or had nothing to write) and
+// releases what waited only for it.
+func (b *barriers) done(i int) {
+	ns, rank := b.results[i].step.ID.Namespace, b.results[i].step.Rank
+	n := b.byNS[ns]
+	b.left[rank]--
+	if n.groups[n.cur].left--; n.groups[n.cur].left == 0 {
+		n.cur++
+		n.open = false
+		b.tryOpen(n)
+		if ns == "" {
+			for _, other := range b.order {
+				b.tryOpen(other)
+			}
+		}
+	}
+	if b.left[rank] == 0 {
+		if cluster := b.byNS[""]; cluster != nil {
+			b.tryOpen(cluster)
+		}
+	}
 }
 
 // writeOne applies one checked step, unless it is Unchanged or Skipped.

@@ -28,11 +28,6 @@ type Step struct {
 	Wave   int
 	Rank   Rank
 	Object render.Object
-	// Needs are the objects of the same plan this one refers to (its
-	// Namespace, its CRD, what its pod template mounts or runs as, the
-	// Service behind a webhook): each has a lower rank and the same or an
-	// earlier wave, and is written before it.
-	Needs []ID
 }
 
 // Plan is the ordered set of changes for one sync.
@@ -64,19 +59,22 @@ func New(desired []render.Object, previous []Entry) Plan {
 		p.Apply = append(p.Apply, Step{ID: id, Wave: w, Rank: RankOf(id), Object: obj})
 	}
 	crds := crdIndex(desired)
+	// needs[i] are the objects of the plan that step i refers to, found
+	// once: the loop below runs until no wave changes.
+	needs := make([][]int, len(p.Apply))
 	for i, s := range p.Apply {
 		for _, ref := range references(s.Object.Object, crds) {
-			if _, ok := want[ref]; ok && ref != s.ID {
-				p.Apply[i].Needs = append(p.Apply[i].Needs, ref)
+			if j, ok := want[ref]; ok && ref != s.ID {
+				needs[i] = append(needs[i], j)
 			}
 		}
 	}
 	for changed := true; changed; {
 		changed = false
-		for _, s := range p.Apply {
-			for _, ref := range s.Needs {
-				if i := want[ref]; p.Apply[i].Wave > s.Wave {
-					p.Apply[i].Wave = s.Wave
+		for i, s := range p.Apply {
+			for _, j := range needs[i] {
+				if p.Apply[j].Wave > s.Wave {
+					p.Apply[j].Wave = s.Wave
 					changed = true
 				}
 			}
