@@ -117,3 +117,44 @@ func TestAnInventoryOfAnEarlierSyncOfTheSameNameIsNotRead(t *testing.T) {
 		t.Errorf("Read = %v, %v, %v; want nothing: the Inventory is another Sync's", entries, unreadable, err)
 	}
 }
+
+func TestObjectsAnAgentRolledBackToCreatedArePrunedAfterTheUpgradeAgain(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit(t, "two", map[string]string{"app/a.yaml": configMap("a", "v1"), "app/b.yaml": configMap("b", "v1")})
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+	h.expectReady(h.reconcile("fleet"))
+	before := listed(t, h.reconcile("fleet")) // the Inventory as the upgrade left it
+
+	// Rolled back: the earlier agent, which knows no Inventory, creates
+	// rollback-era and lists all three in status.inventory.
+	h.repo.Commit(t, "one more", map[string]string{"app/rollback-era.yaml": configMap("rollback-era", "v1")})
+	s := h.reconcile("fleet")
+	var inv v1alpha1.Inventory
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: h.ns, Name: "fleet"}, &inv); err != nil {
+		t.Fatal(err)
+	}
+	inv.Entries, inv.EntryCount = before, len(before)
+	if err := c.Update(context.Background(), &inv); err != nil {
+		t.Fatal(err)
+	}
+	base := s.DeepCopy()
+	s.Status.Inventory = nil
+	for _, name := range []string{"a", "b", "rollback-era"} {
+		s.Status.Inventory = append(s.Status.Inventory, v1alpha1.InventoryEntry{ID: h.ns + "_" + name + "__ConfigMap", Version: "v1"})
+	}
+	if err := c.Status().Patch(context.Background(), s, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Upgraded again (nothing in memory), with rollback-era dropped from git.
+	h.r.Store = NewStore()
+	h.repo.Commit(t, "drop it", map[string]string{"app/rollback-era.yaml": ""})
+	s = h.reconcile("fleet")
+	h.expectReady(s)
+	if get(t, "v1", "ConfigMap", h.ns, "rollback-era") != nil {
+		t.Error("ConfigMap rollback-era, created by the rolled-back agent and dropped from git, was not pruned")
+	}
+	if got := listed(t, s); len(got) != 2 || s.Status.InventoryRef == nil || s.Status.InventoryRef.Entries != 2 {
+		t.Errorf("the Inventory lists %+v and the status points at %+v; want a and b, and 2 entries", got, s.Status.InventoryRef)
+	}
+}
