@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,5 +157,52 @@ func TestObjectsAnAgentRolledBackToCreatedArePrunedAfterTheUpgradeAgain(t *testi
 	}
 	if got := listed(t, s); len(got) != 2 || s.Status.InventoryRef == nil || s.Status.InventoryRef.Entries != 2 {
 		t.Errorf("the Inventory lists %+v and the status points at %+v; want a and b, and 2 entries", got, s.Status.InventoryRef)
+	}
+}
+
+func deleteInventory(t *testing.T, namespace, name string) {
+	t.Helper()
+	if err := c.Delete(context.Background(), &v1alpha1.Inventory{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAnInventoryDeletedByHandIsWrittenAgainFromWhatTheAgentRead(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit(t, "two", map[string]string{"app/a.yaml": configMap("a", "v1"), "app/b.yaml": configMap("b", "v1")})
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+	h.expectReady(h.reconcile("fleet"))
+	deleteInventory(t, h.ns, "fleet")
+
+	// The same agent, with nothing new in git: the Inventory comes back,
+	// so a restart after it still knows what to prune.
+	s := h.reconcile("fleet")
+	h.expectReady(s)
+	if got := listed(t, s); len(got) != 2 {
+		t.Errorf("after the Inventory was deleted and the Sync synced again, it lists %+v; want a and b", got)
+	}
+}
+
+func TestASyncWhoseInventoryWentMissingSaysSoAndStillApplies(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit(t, "two", map[string]string{"app/a.yaml": configMap("a", "v1"), "app/b.yaml": configMap("b", "v1")})
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+	h.expectReady(h.reconcile("fleet"))
+	deleteInventory(t, h.ns, "fleet")
+
+	// Restarted (nothing in memory), with a new object in git.
+	h.r.Store = NewStore()
+	h.repo.Commit(t, "one more", map[string]string{"app/c.yaml": configMap("c", "v1")})
+	s := h.reconcile("fleet")
+	h.expectReady(s)
+	if get(t, "v1", "ConfigMap", h.ns, "c") == nil {
+		t.Error("ConfigMap c was not applied")
+	}
+	if msg := ready(s).Message; !strings.Contains(msg, "Inventory "+h.ns+"/fleet is missing") || !strings.Contains(msg, "cannot be pruned") {
+		t.Errorf("Ready says %q; want it to tell that the Inventory is missing and what cannot be pruned", msg)
+	}
+	eventsFor(t, h.ns, "fleet", "cannot be pruned until deleted by hand")
+	if got := listed(t, s); len(got) != 3 {
+		t.Errorf("the Inventory lists %+v; want a, b and c, written again", got)
 	}
 }
