@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -204,5 +206,31 @@ func TestASyncWhoseInventoryWentMissingSaysSoAndStillApplies(t *testing.T) {
 	eventsFor(t, h.ns, "fleet", "cannot be pruned until deleted by hand")
 	if got := listed(t, s); len(got) != 3 {
 		t.Errorf("the Inventory lists %+v; want a, b and c, written again", got)
+	}
+}
+
+// watchingAll is a Watches that covers every kind.
+type watchingAll struct{}
+
+func (watchingAll) Ensure(context.Context, []schema.GroupVersionKind, time.Time) error { return nil }
+func (watchingAll) Covers([]schema.GroupVersionKind) bool                              { return true }
+
+func TestASyncThatDidNotMoveTheStatusInventoryDoesNotRewriteItsStatus(t *testing.T) {
+	h := newHarness(t)
+	h.r.Watches = watchingAll{}
+	h.repo.Commit(t, "one", map[string]string{"app/a.yaml": configMap("a", "v1")})
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+	s := h.reconcile("fleet")
+	h.expectReady(s)
+	base := s.DeepCopy()
+	s.Status.Inventory = []v1alpha1.InventoryEntry{{ID: h.ns + "_a__ConfigMap", Version: "v1"}}
+	if err := c.Status().Patch(context.Background(), s, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Nothing new in git and every kind watched: the sync compares
+	// nothing and moves nothing, so there is nothing to record.
+	if after := h.reconcile("fleet"); after.ResourceVersion != s.ResourceVersion {
+		t.Errorf("a sync that moved nothing rewrote the Sync's status (resourceVersion %s → %s)", s.ResourceVersion, after.ResourceVersion)
 	}
 }
