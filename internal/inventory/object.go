@@ -73,5 +73,10 @@ func ReadOwned(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (entries 
 		return entries, found, unreadable, nil
 	}
 	legacy, bad := FromStatus(&s.Status)
-	return Union(entries, legacy), found, errors.Join(unreadable, bad), nil
+	if unreadable == nil {
+		unreadable = bad // as is: callers list its joined errors
+	} else if bad != nil {
+		unreadable = errors.Join(unreadable, bad)
+	}
+	return Union(entries, legacy), found, unreadable, nil
 }
