@@ -60,6 +60,10 @@ const (
 	// ReasonLeftBehind: the Sync is gone, and the objects the event names
 	// were not cleaned up.
 	ReasonLeftBehind = "LeftBehind"
+	// ReasonInventoryMissing (Warning event): the Sync's Inventory was
+	// gone while its status counted entries in it; the sync went on from
+	// an empty inventory.
+	ReasonInventoryMissing = "InventoryMissing"
 )
 
 // SyncMode says whether a Sync writes to the cluster.

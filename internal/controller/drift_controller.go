@@ -81,7 +81,13 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		// (Store.Forget), its incident writer with the rest.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if s.Spec.Suspend || !s.DeletionTimestamp.IsZero() {
+	if !s.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if err := r.flushIncidents(ctx, &s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.Spec.Suspend {
 		return ctrl.Result{}, nil
 	}
 	check, ok := r.Store.BeginCheck(req.Sync.String())
@@ -290,22 +296,49 @@ func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, 
 		return nil // the running write takes them
 	}
 	w.writing = true
-	for len(w.pending) > 0 {
-		batch := w.pending
-		w.pending = nil
-		w.mu.Unlock()
-		err := r.writeIncidents(ctx, w, s, batch)
-		w.mu.Lock()
-		if err != nil {
+	var batch []v1alpha1.DriftIncident
+	done := false
+	defer func() {
+		if !done {
+			// A failed write, or a panic in one: the batch goes back to
+			// the queue, and the next reconcile of the Sync's objects
+			// writes it (flushIncidents).
+			w.mu.Lock()
 			w.pending = append(batch, w.pending...)
 			w.writing = false
 			w.mu.Unlock()
+		}
+	}()
+	for len(w.pending) > 0 {
+		batch = w.pending
+		w.pending = nil
+		w.mu.Unlock()
+		if err := r.writeIncidents(ctx, w, s, batch); err != nil {
 			return err
 		}
+		batch = nil
+		w.mu.Lock()
 	}
 	w.writing = false
+	done = true
 	w.mu.Unlock()
 	return nil
+}
+
+// flushIncidents writes the incidents a failed write left queued, before
+// a drift check of s goes on: whatever that check does next (an early
+// return for an object no longer desired, a suspended Sync, a conflict),
+// they go with the next write. An error is returned, so that the request
+// is retried and the queue with it.
+func (r *DriftReconciler) flushIncidents(ctx context.Context, s *v1alpha1.Sync) error {
+	w := r.Store.incidentWriter(client.ObjectKeyFromObject(s).String())
+	w.mu.Lock()
+	left := len(w.pending) > 0 && !w.writing
+	w.mu.Unlock()
+	if !left {
+		return nil
+	}
+	return r.recordIncident(ctx, s)
 }
 
 // writeIncidents writes incs, oldest first, in one patch; only the caller

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/drift"
 )
 
 // holdsIncidentWriter says whether the Store still holds a writer of
@@ -215,5 +216,57 @@ func TestAnIncidentDoesNotWaitForTheWriteOfAnother(t *testing.T) {
 	want := []string{"ConfigMap/" + ns + "/three", "ConfigMap/" + ns + "/two", "ConfigMap/" + ns + "/one"}
 	if !slices.Equal(got, want) || patches != 2 {
 		t.Errorf("status.drift = %v after %d patches, want %v (newest first) after 2", got, patches, want)
+	}
+}
+
+func TestIncidentsAFailedWriteLeftGoWithTheNextCheckOfTheSyncWhateverItFinds(t *testing.T) {
+	ns := env.Namespace(t)
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "file:///nowhere", Branch: "main"}},
+			Interval: metav1.Duration{Duration: time.Hour}}}
+	if err := c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	// The first status patch panics, the second fails; later ones go
+	// through.
+	patches := 0
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intercepted := interceptor.NewClient(direct, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			switch patches++; patches {
+			case 1:
+				panic("the API server client panicked")
+			case 2:
+				return apierrors.NewServiceUnavailable("the API server is restarting")
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	drifts := &DriftReconciler{Client: intercepted, Reader: c, Store: NewStore()}
+	inc := v1alpha1.DriftIncident{Time: metav1.Now(), Object: "ConfigMap/" + ns + "/web-config", Action: v1alpha1.DriftReverted,
+		Message: "reverted data.key: v1 → edited"}
+	func() {
+		defer func() { _ = recover() }()
+		_ = drifts.recordIncident(context.Background(), s, inc)
+	}()
+	if err := drifts.recordIncident(context.Background(), s); err == nil {
+		t.Fatal("the write after the panic did not run (or did not fail as armed): the writer is stuck")
+	}
+
+	// The retry checks an object the Sync no longer has: it returns early,
+	// and writes the queue first.
+	req := drift.Request{Sync: keyOf(ns, "fleet"), GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: ns, Name: "gone"}
+	if _, err := drifts.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	var read v1alpha1.Sync
+	if err := c.Get(context.Background(), keyOf(ns, "fleet"), &read); err != nil {
+		t.Fatal(err)
+	}
+	if len(read.Status.Drift) != 1 || read.Status.Drift[0].Object != inc.Object {
+		t.Errorf("status.drift = %+v after %d patches; want the incident a failed write left", read.Status.Drift, patches)
 	}
 }

@@ -105,6 +105,9 @@ type SyncReconciler struct {
 	// woken and not synced since.
 	woken        sync.Map
 	capabilities capabilities
+	// lost holds, by namespace/name, the note of a Sync whose Inventory
+	// was found missing (missingInventory), until its status says so.
+	lost sync.Map
 }
 
 // Mirror returns the git mirror the Syncs read from, in CacheDir.
@@ -164,6 +167,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout(&s))
 	o := r.sync(syncCtx, &s, id)
 	cancel()
+	o.inventoryLost = r.takeLost(req.String())
 
 	interval := s.Spec.Interval.Duration
 	if interval <= 0 {
@@ -172,7 +176,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	// A requested sync (driftless reconcile) is always recorded.
 	// A status that still lists the inventory is written once, to move it.
 	if (o.noop(&s.Status) || o.sameReport(&s.Status)) && s.Status.ObservedGeneration == s.Generation && !requestPending(&s) &&
-		len(s.Status.Inventory) == 0 {
+		(len(s.Status.Inventory) == 0 || o.inventory == nil) && o.inventoryLost == "" {
 		logger.V(1).Info("in sync", "revision", o.revision, "unchanged", o.changes.Count(apply.Unchanged))
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}

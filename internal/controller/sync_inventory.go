@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
@@ -28,12 +31,37 @@ func (r *SyncReconciler) inventoryOf(ctx context.Context, s *v1alpha1.Sync) (ent
 	if entries, ok := r.Store.Inventory(key, s.UID); ok {
 		return entries, nil, nil
 	}
-	entries, unreadable, err = inventory.Read(ctx, r.Client, s)
+	entries, found, unreadable, err := inventory.ReadOwned(ctx, r.Client, s)
 	if err != nil {
 		return nil, nil, err
 	}
+	if !found && len(s.Status.Inventory) == 0 && s.Status.InventoryRef != nil && s.Status.InventoryRef.Entries > 0 {
+		// Not silently empty: the next sync starts from nothing, and
+		// whatever git dropped meanwhile stays.
+		msg := missingInventory(s)
+		log.FromContext(ctx).Info(msg)
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, v1alpha1.ReasonInventoryMissing, "Sync", "%s", msg)
+		r.lost.Store(key, msg)
+	}
 	r.Store.SetInventory(key, s.UID, entries)
 	return entries, unreadable, nil
+}
+
+// missingInventory tells that s's Inventory is gone while its status
+// counts entries in it, and what to do.
+func missingInventory(s *v1alpha1.Sync) string {
+	return fmt.Sprintf("Inventory %s/%s is missing (deleted, or its owner reference removed) while status.inventoryRef counts %d entries: "+
+		"objects removed from git before this sync cannot be pruned until deleted by hand; "+
+		"list them with kubectl get <kind> -A -l driftless.dev/sync=%s.%s and delete those no longer in git (the Inventory is written again from this sync on)",
+		s.Namespace, s.Name, s.Status.InventoryRef.Entries, s.Namespace, s.Name)
+}
+
+// takeLost returns, once, the note missingInventory left for key.
+func (r *SyncReconciler) takeLost(key string) string {
+	if v, ok := r.lost.LoadAndDelete(key); ok {
+		return v.(string)
+	}
+	return ""
 }
 
 // recordInventory adds entries to the Sync's Inventory before a sync's
@@ -56,7 +84,7 @@ func (r *SyncReconciler) recordInventory(ctx context.Context, s *v1alpha1.Sync, 
 // writeStatus points at the Inventory and counts it.
 func (r *SyncReconciler) saveInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry) error {
 	key := s.Namespace + "/" + s.Name
-	if known, ok := r.Store.Inventory(key, s.UID); ok && sameEntries(known, entries) {
+	if known, ok := r.Store.Inventory(key, s.UID); ok && sameEntries(known, entries) && r.hasInventory(ctx, s) {
 		return nil
 	}
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(inventory.Object(s, entries))
@@ -70,6 +98,16 @@ func (r *SyncReconciler) saveInventory(ctx context.Context, s *v1alpha1.Sync, en
 	}
 	r.Store.SetInventory(key, s.UID, slices.Clone(entries))
 	return nil
+}
+
+// hasInventory reports whether the cache still holds s's Inventory,
+// controlled by s: one deleted by hand, by a foreground deletion of the
+// Sync, or orphaned (owner reference removed) is written again from the
+// Store's copy. A failed read counts as missing: the write is harmless.
+func (r *SyncReconciler) hasInventory(ctx context.Context, s *v1alpha1.Sync) bool {
+	var inv v1alpha1.Inventory
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &inv)
+	return err == nil && metav1.IsControlledBy(&inv, s)
 }
 
 // sameEntries reports whether a and b list the same entries, in any

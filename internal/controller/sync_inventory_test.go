@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -115,5 +118,119 @@ func TestAnInventoryOfAnEarlierSyncOfTheSameNameIsNotRead(t *testing.T) {
 	entries, unreadable, err := inventory.Read(context.Background(), c, &s)
 	if err != nil || unreadable != nil || len(entries) != 0 {
 		t.Errorf("Read = %v, %v, %v; want nothing: the Inventory is another Sync's", entries, unreadable, err)
+	}
+}
+
+func TestObjectsAnAgentRolledBackToCreatedArePrunedAfterTheUpgradeAgain(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit(t, "two", map[string]string{"app/a.yaml": configMap("a", "v1"), "app/b.yaml": configMap("b", "v1")})
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+	h.expectReady(h.reconcile("fleet"))
+	before := listed(t, h.reconcile("fleet")) // the Inventory as the upgrade left it
+
+	// Rolled back: the earlier agent, which knows no Inventory, creates
+	// rollback-era and lists all three in status.inventory.
+	h.repo.Commit(t, "one more", map[string]string{"app/rollback-era.yaml": configMap("rollback-era", "v1")})
+	s := h.reconcile("fleet")
+	var inv v1alpha1.Inventory
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: h.ns, Name: "fleet"}, &inv); err != nil {
+		t.Fatal(err)
+	}
+	inv.Entries, inv.EntryCount = before, len(before)
+	if err := c.Update(context.Background(), &inv); err != nil {
+		t.Fatal(err)
+	}
+	base := s.DeepCopy()
+	s.Status.Inventory = nil
+	for _, name := range []string{"a", "b", "rollback-era"} {
+		s.Status.Inventory = append(s.Status.Inventory, v1alpha1.InventoryEntry{ID: h.ns + "_" + name + "__ConfigMap", Version: "v1"})
+	}
+	if err := c.Status().Patch(context.Background(), s, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Upgraded again (nothing in memory), with rollback-era dropped from git.
+	h.r.Store = NewStore()
+	h.repo.Commit(t, "drop it", map[string]string{"app/rollback-era.yaml": ""})
+	s = h.reconcile("fleet")
+	h.expectReady(s)
+	if get(t, "v1", "ConfigMap", h.ns, "rollback-era") != nil {
+		t.Error("ConfigMap rollback-era, created by the rolled-back agent and dropped from git, was not pruned")
+	}
+	if got := listed(t, s); len(got) != 2 || s.Status.InventoryRef == nil || s.Status.InventoryRef.Entries != 2 {
+		t.Errorf("the Inventory lists %+v and the status points at %+v; want a and b, and 2 entries", got, s.Status.InventoryRef)
+	}
+}
+
+func deleteInventory(t *testing.T, namespace, name string) {
+	t.Helper()
+	if err := c.Delete(context.Background(), &v1alpha1.Inventory{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAnInventoryDeletedByHandIsWrittenAgainFromWhatTheAgentRead(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit(t, "two", map[string]string{"app/a.yaml": configMap("a", "v1"), "app/b.yaml": configMap("b", "v1")})
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+	h.expectReady(h.reconcile("fleet"))
+	deleteInventory(t, h.ns, "fleet")
+
+	// The same agent, with nothing new in git: the Inventory comes back,
+	// so a restart after it still knows what to prune.
+	s := h.reconcile("fleet")
+	h.expectReady(s)
+	if got := listed(t, s); len(got) != 2 {
+		t.Errorf("after the Inventory was deleted and the Sync synced again, it lists %+v; want a and b", got)
+	}
+}
+
+func TestASyncWhoseInventoryWentMissingSaysSoAndStillApplies(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit(t, "two", map[string]string{"app/a.yaml": configMap("a", "v1"), "app/b.yaml": configMap("b", "v1")})
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+	h.expectReady(h.reconcile("fleet"))
+	deleteInventory(t, h.ns, "fleet")
+
+	// Restarted (nothing in memory), with a new object in git.
+	h.r.Store = NewStore()
+	h.repo.Commit(t, "one more", map[string]string{"app/c.yaml": configMap("c", "v1")})
+	s := h.reconcile("fleet")
+	h.expectReady(s)
+	if get(t, "v1", "ConfigMap", h.ns, "c") == nil {
+		t.Error("ConfigMap c was not applied")
+	}
+	if msg := ready(s).Message; !strings.Contains(msg, "Inventory "+h.ns+"/fleet is missing") || !strings.Contains(msg, "cannot be pruned") {
+		t.Errorf("Ready says %q; want it to tell that the Inventory is missing and what cannot be pruned", msg)
+	}
+	eventsFor(t, h.ns, "fleet", "cannot be pruned until deleted by hand")
+	if got := listed(t, s); len(got) != 3 {
+		t.Errorf("the Inventory lists %+v; want a, b and c, written again", got)
+	}
+}
+
+// watchingAll is a Watches that covers every kind.
+type watchingAll struct{}
+
+func (watchingAll) Ensure(context.Context, []schema.GroupVersionKind, time.Time) error { return nil }
+func (watchingAll) Covers([]schema.GroupVersionKind) bool                              { return true }
+
+func TestASyncThatDidNotMoveTheStatusInventoryDoesNotRewriteItsStatus(t *testing.T) {
+	h := newHarness(t)
+	h.r.Watches = watchingAll{}
+	h.repo.Commit(t, "one", map[string]string{"app/a.yaml": configMap("a", "v1")})
+	h.createSync("fleet", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+	s := h.reconcile("fleet")
+	h.expectReady(s)
+	base := s.DeepCopy()
+	s.Status.Inventory = []v1alpha1.InventoryEntry{{ID: h.ns + "_a__ConfigMap", Version: "v1"}}
+	if err := c.Status().Patch(context.Background(), s, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Nothing new in git and every kind watched: the sync compares
+	// nothing and moves nothing, so there is nothing to record.
+	if after := h.reconcile("fleet"); after.ResourceVersion != s.ResourceVersion {
+		t.Errorf("a sync that moved nothing rewrote the Sync's status (resourceVersion %s → %s)", s.ResourceVersion, after.ResourceVersion)
 	}
 }

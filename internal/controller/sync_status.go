@@ -35,6 +35,9 @@ type outcome struct {
 	movedBack string
 	// commit is the synced commit's, once fetched.
 	commit source.Commit
+	// inventoryLost says the Sync's Inventory was missing when this
+	// agent first read it (see missingInventory), or is empty.
+	inventoryLost string
 }
 
 // pending reports whether a dry run found anything to do.
@@ -82,7 +85,7 @@ func truncate(s string) string {
 // message is the one-line account of an outcome.
 func (o outcome) message() string {
 	if o.err != nil {
-		return truncate(o.err.Error())
+		return truncate(withNote(o.err.Error(), o.inventoryLost))
 	}
 	if o.dryRun {
 		if !o.pending() {
@@ -97,7 +100,15 @@ func (o outcome) message() string {
 	if adopted := o.changes.Adopted(); len(adopted) > 0 {
 		msg += "; " + adoptedMessage(adopted)
 	}
-	return truncate(msg)
+	return truncate(withNote(msg, o.inventoryLost))
+}
+
+// withNote joins a note to msg, when there is one.
+func withNote(msg, note string) string {
+	if note == "" {
+		return msg
+	}
+	return msg + "; " + note
 }
 
 // movedBack returns a note when revision, about to be applied, is one

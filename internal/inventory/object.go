@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,27 +39,44 @@ func FromObject(inv *v1alpha1.Inventory) ([]plan.Entry, error) {
 	return fromList(inv.Entries)
 }
 
-// Read returns what s applied: the entries of its Inventory or, for a Sync
-// that has none (an agent before the Inventory kind listed them in
-// status.inventory; or nothing was applied yet), those of its status. An
-// Inventory of the same name that s does not control (left by an earlier
-// Sync of that name, not yet collected) counts as none.
+// Read returns what s applied: the entries of its Inventory joined with
+// those of its status.inventory. The status lists entries when an agent
+// before the Inventory kind wrote them: on a Sync never synced by a newer
+// agent, or after a rollback to such an agent (which knows no Inventory
+// and leaves it as it was) and an upgrade again; the union keeps what
+// either agent applied prunable (prune still checks each object's label).
+// An Inventory of the same name that s does not control (left by an
+// earlier Sync of that name, not yet collected) counts as none.
 //
 // unreadable joins the entries that cannot be parsed (left out, so never
 // pruned); err is a failed read, after which nothing is known: a caller
 // must not prune on an empty result then.
 func Read(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (entries []plan.Entry, unreadable, err error) {
+	entries, _, unreadable, err = ReadOwned(ctx, c, s)
+	return entries, unreadable, err
+}
+
+// ReadOwned is Read, and also says whether s's Inventory was found.
+func ReadOwned(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (entries []plan.Entry, found bool, unreadable, err error) {
 	var inv v1alpha1.Inventory
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &inv); {
 	case err == nil && metav1.IsControlledBy(&inv, s):
+		found = true
 		entries, unreadable = FromObject(&inv)
-		return entries, unreadable, nil
 	case err == nil, apierrors.IsNotFound(err), meta.IsNoMatchError(err):
 		// No Inventory (or no Inventory kind, before an agent installed
 		// it): the status says it all.
 	default:
-		return nil, nil, fmt.Errorf("read Inventory %s/%s of Sync %s/%s: %w", s.Namespace, s.Name, s.Namespace, s.Name, err)
+		return nil, false, nil, fmt.Errorf("read Inventory %s/%s of Sync %s/%s: %w", s.Namespace, s.Name, s.Namespace, s.Name, err)
 	}
-	entries, unreadable = FromStatus(&s.Status)
-	return entries, unreadable, nil
+	if len(s.Status.Inventory) == 0 {
+		return entries, found, unreadable, nil
+	}
+	legacy, bad := FromStatus(&s.Status)
+	if unreadable == nil {
+		unreadable = bad // as is: callers list its joined errors
+	} else if bad != nil {
+		unreadable = errors.Join(unreadable, bad)
+	}
+	return Union(entries, legacy), found, unreadable, nil
 }

@@ -115,12 +115,17 @@ func (p Plan) Waves() [][]Step {
 }
 
 // Validate reports objects whose driftless.dev/wave annotation is not an
-// integer, naming the file.
+// integer, and Inventory objects (the agent's record of what a Sync
+// applied, which a Sync must not write over), naming the file.
 func Validate(desired []render.Object) error {
 	var errs []error
 	for _, o := range desired {
 		if _, err := waveOf(o); err != nil {
 			errs = append(errs, err)
+		}
+		if gvk := o.Object.GroupVersionKind(); gvk.Group == v1alpha1.GroupVersion.Group && gvk.Kind == "Inventory" {
+			errs = append(errs, fmt.Errorf("%s (%s): an Inventory is the agent's record of what a Sync applied, written by the agent only; "+
+				"remove it from git (the agent writes the Sync's own)", IDOf(o.Object), o.Origin))
 		}
 	}
 	return errors.Join(errs...)

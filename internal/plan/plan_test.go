@@ -186,6 +186,13 @@ func TestInvalidWaveNamesTheFile(t *testing.T) {
 	}
 }
 
+func TestAnInventoryInGitIsRefusedNamingTheFile(t *testing.T) {
+	err := Validate([]render.Object{obj("driftless.dev/v1alpha1", "Inventory", "a", "web", "apps/inventory.yaml")})
+	if err == nil || !strings.Contains(err.Error(), "apps/inventory.yaml") || !strings.Contains(err.Error(), "Inventory/a/web") {
+		t.Errorf("Validate = %v, want an error naming the file and the object", err)
+	}
+}
+
 func TestPruneGoesInReverseWaveOrder(t *testing.T) {
 	previous := []Entry{
 		{ID: ID{Kind: "ConfigMap", Namespace: "a", Name: "early"}, Version: "v1", Wave: 0},
