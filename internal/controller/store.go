@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"sync"
 	"time"
 
@@ -309,6 +310,27 @@ func (w *Writer) Replace(objects []render.Object) {
 	for _, p := range packAll(objects, w.store.renderedPacks(w.st)) {
 		w.st.applied[p.id] = p
 	}
+}
+
+// RenderedJSON returns the JSON of each object of the Sync's cached
+// render (SetRendered, which a sync calls with its render before it
+// compares): shared, not to be changed.
+func (w *Writer) RenderedJSON() map[plan.ID][]byte {
+	ps := w.store.renderedPacks(w.st)
+	out := make(map[plan.ID][]byte, len(ps))
+	for _, p := range ps {
+		if p.json != nil {
+			out[p.id] = p.json
+		}
+	}
+	return out
+}
+
+// AppliedJSONEquals reports whether object id was last applied as exactly
+// the JSON data (nil never equals).
+func (w *Writer) AppliedJSONEquals(id plan.ID, data []byte) bool {
+	p, ok := w.st.applied[id]
+	return ok && data != nil && p.json != nil && bytes.Equal(p.json, data)
 }
 
 // Applied returns, for a sync holding the gate, what key's object id was
