@@ -55,6 +55,19 @@ func TestADeletedSyncLeavesNoIncidentWriterBehind(t *testing.T) {
 	})
 }
 
+// createIdleSync creates Sync ns/fleet, which no agent syncs: the tests
+// drive its reconcilers by hand.
+func createIdleSync(t *testing.T, ns string) *v1alpha1.Sync {
+	t.Helper()
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "file:///nowhere", Branch: "main"}},
+			Interval: metav1.Duration{Duration: time.Hour}}}
+	if err := c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // progress is a wave's progress of a sync of abc1234.
 func progress(wave, healthy int) v1alpha1.SyncProgress {
 	return v1alpha1.SyncProgress{Revision: "abc1234", Wave: wave, Index: wave + 1, Waves: 2, Healthy: healthy, Total: 2}
@@ -62,12 +75,7 @@ func progress(wave, healthy int) v1alpha1.SyncProgress {
 
 func TestADriftRecordedDuringAWaveWaitIsNotUndoneByTheProgress(t *testing.T) {
 	ns := env.Namespace(t)
-	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
-		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "file:///nowhere", Branch: "main"}},
-			Interval: metav1.Duration{Duration: time.Hour}}}
-	if err := c.Create(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	s := createIdleSync(t, ns)
 	syncs := &SyncReconciler{Client: c, Reader: c, Store: NewStore()}
 	drifts := &DriftReconciler{Client: c, Reader: c, Store: syncs.Store}
 
@@ -99,12 +107,7 @@ func TestADriftRecordedDuringAWaveWaitIsNotUndoneByTheProgress(t *testing.T) {
 
 func TestAnIncidentAfterASyncWroteTheStatusHasAllItsRetries(t *testing.T) {
 	ns := env.Namespace(t)
-	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
-		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "file:///nowhere", Branch: "main"}},
-			Interval: metav1.Duration{Duration: time.Hour}}}
-	if err := c.Create(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	s := createIdleSync(t, ns)
 	// Once armed, the API server answers the first five status patches
 	// with a conflict: the one from what the writer kept, which is stale, and
 	// as many more as retry.DefaultRetry allows for.
@@ -152,12 +155,7 @@ func TestAnIncidentAfterASyncWroteTheStatusHasAllItsRetries(t *testing.T) {
 
 func TestAnIncidentDoesNotWaitForTheWriteOfAnother(t *testing.T) {
 	ns := env.Namespace(t)
-	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
-		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "file:///nowhere", Branch: "main"}},
-			Interval: metav1.Duration{Duration: time.Hour}}}
-	if err := c.Create(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	s := createIdleSync(t, ns)
 	// The first status patch hangs until released, as a slow API server
 	// would; later ones go through.
 	started, release := make(chan struct{}), make(chan struct{})
@@ -221,12 +219,7 @@ func TestAnIncidentDoesNotWaitForTheWriteOfAnother(t *testing.T) {
 
 func TestIncidentsAFailedWriteLeftGoWithTheNextCheckOfTheSyncWhateverItFinds(t *testing.T) {
 	ns := env.Namespace(t)
-	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
-		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "file:///nowhere", Branch: "main"}},
-			Interval: metav1.Duration{Duration: time.Hour}}}
-	if err := c.Create(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
+	s := createIdleSync(t, ns)
 	// The first status patch panics, the second fails; later ones go
 	// through.
 	patches := 0
