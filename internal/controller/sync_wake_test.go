@@ -77,10 +77,12 @@ func TestAWokenSyncWhosePathsChangedIsSyncedBeforeTheOthers(t *testing.T) {
 	if order[0] != name(0) {
 		t.Errorf("Syncs recorded %s in the order %q; want %s, whose file changed, first", second[:7], order, name(0))
 	}
-	// One batch resolves the branch once; a loaded machine may split the
-	// wake-ups into two batches (20 ms apart), never into one per Sync.
-	if got := agent.Mirror().Stats().Resolves - lsRemotes; got < 1 || got > 2 {
-		t.Errorf("a notice that woke %d Syncs of one branch cost %d ls-remotes, want 1 (2 at most)", apps, got)
+	// One batch resolves the branch once. A loaded machine (-race, CI)
+	// may split the wake-ups into batches more than 20 ms apart, or run
+	// a Sync's own follow-up reconcile meanwhile: a few ls-remotes, never
+	// one per Sync (without the shared resolve the notice costs 9).
+	if got := agent.Mirror().Stats().Resolves - lsRemotes; got < 1 || got > apps/2-1 {
+		t.Errorf("a notice that woke %d Syncs of one branch cost %d ls-remotes, want 1 (%d at most on a loaded machine)", apps, got, apps/2-1)
 	}
 	if got := get(t, "v1", "ConfigMap", h.ns, name(0)); got == nil || got.Object["data"].(map[string]any)["key"] != "v2" {
 		t.Errorf("ConfigMap %s was not updated: %v", name(0), got)
