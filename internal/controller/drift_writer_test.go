@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,6 +67,31 @@ func createIdleSync(t *testing.T, ns string) *v1alpha1.Sync {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// statusPatchHook returns a client of the test's control plane whose
+// status patches first call hook with their number (1, 2, …): it may
+// block, panic or fail the patch; nil lets it through.
+func statusPatchHook(t *testing.T, hook func(n int) error) client.Client {
+	t.Helper()
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	n := 0
+	return interceptor.NewClient(direct, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			mu.Lock()
+			n++
+			i := n
+			mu.Unlock()
+			if err := hook(i); err != nil {
+				return err
+			}
+			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
 }
 
 // progress is a wave's progress of a sync of abc1234.
@@ -160,18 +186,12 @@ func TestAnIncidentDoesNotWaitForTheWriteOfAnother(t *testing.T) {
 	// would; later ones go through.
 	started, release := make(chan struct{}), make(chan struct{})
 	patches := 0
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	intercepted := interceptor.NewClient(direct, interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if patches++; patches == 1 {
-				close(started)
-				<-release
-			}
-			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
+	intercepted := statusPatchHook(t, func(n int) error {
+		if patches = n; n == 1 {
+			close(started)
+			<-release
+		}
+		return nil
 	})
 	drifts := &DriftReconciler{Client: intercepted, Reader: c, Store: NewStore()}
 	incident := func(name string) v1alpha1.DriftIncident {
@@ -223,20 +243,14 @@ func TestIncidentsAFailedWriteLeftGoWithTheNextCheckOfTheSyncWhateverItFinds(t *
 	// The first status patch panics, the second fails; later ones go
 	// through.
 	patches := 0
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	intercepted := interceptor.NewClient(direct, interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			switch patches++; patches {
-			case 1:
-				panic("the API server client panicked")
-			case 2:
-				return apierrors.NewServiceUnavailable("the API server is restarting")
-			}
-			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
+	intercepted := statusPatchHook(t, func(n int) error {
+		switch patches = n; n {
+		case 1:
+			panic("the API server client panicked")
+		case 2:
+			return apierrors.NewServiceUnavailable("the API server is restarting")
+		}
+		return nil
 	})
 	drifts := &DriftReconciler{Client: intercepted, Reader: c, Store: NewStore()}
 	inc := v1alpha1.DriftIncident{Time: metav1.Now(), Object: "ConfigMap/" + ns + "/web-config", Action: v1alpha1.DriftReverted,
