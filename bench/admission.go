@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -73,12 +72,8 @@ func runAdmission(ctx context.Context, o options, writes int) (_ *admissionCost,
 	}
 
 	step("starting the agent with --admission-warnings")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopbackAddr()
 	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
 		return nil, err
 	}
 	agentCtx, cancel := context.WithCancel(ctx)
@@ -137,28 +132,14 @@ func runAdmission(ctx context.Context, o options, writes int) (_ *admissionCost,
 	step("%d writes with and %d without the webhook, in %d alternating rounds", rounds*perRound, rounds*perRound, rounds)
 	var with, without []time.Duration
 	for range rounds {
-		if err := until(true); err != nil {
+		if with, err = timed(with, perRound, write, until(true)); err != nil {
 			return nil, err
-		}
-		for range perRound {
-			d, _, err := write()
-			if err != nil {
-				return nil, err
-			}
-			with = append(with, d)
 		}
 		if err := b.admin.Delete(ctx, &vwc); err != nil {
 			return nil, err
 		}
-		if err := until(false); err != nil {
+		if without, err = timed(without, perRound, write, until(false)); err != nil {
 			return nil, err
-		}
-		for range perRound {
-			d, _, err := write()
-			if err != nil {
-				return nil, err
-			}
-			without = append(without, d)
 		}
 		vwc.ResourceVersion, vwc.UID = "", ""
 		if err := b.admin.Create(ctx, &vwc); err != nil {
@@ -168,4 +149,19 @@ func runAdmission(ctx context.Context, o options, writes int) (_ *admissionCost,
 	r := &admissionCost{Rounds: rounds, With: distributionOf(with), Without: distributionOf(without)}
 	r.RatioP50, r.RatioP99 = r.With.P50/r.Without.P50, r.With.P99/r.Without.P99
 	return r, nil
+}
+
+// timed appends the durations of n writes to ds, unless ready failed.
+func timed(ds []time.Duration, n int, write func() (time.Duration, bool, error), ready error) ([]time.Duration, error) {
+	if ready != nil {
+		return ds, ready
+	}
+	for range n {
+		d, _, err := write()
+		if err != nil {
+			return ds, err
+		}
+		ds = append(ds, d)
+	}
+	return ds, nil
 }
