@@ -28,7 +28,7 @@ const agentNamespace = "driftless-system"
 func tenantHarness(t *testing.T, tenancy Tenancy) *harness {
 	t.Helper()
 	h := newHarness(t)
-	h.r.Identities = NewIdentities(tenancy, c, env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
+	h.r.Identities = NewIdentities(tenancy, agentClient, agentConfig, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
 	return h
 }
 
@@ -157,6 +157,12 @@ func TestATenantSyncNeedsAServiceAccount(t *testing.T) {
 	})
 	t.Run("in the agent's namespace it acts as the agent", func(t *testing.T) {
 		h := newHarness(t)
+		// Admin as the agent: this case is about whom a Sync of the
+		// agent's namespace acts as, and its git holds a binding to
+		// cluster-admin, which only an agent that is cluster-admin may
+		// write (config/rbac gives the agent no such right; the root Sync
+		// acts as driftless-root).
+		h.r.Applier = c
 		h.r.Identities = NewIdentities(Tenancy{AgentNamespace: h.ns}, c, env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
 		h.repo.Commit(t, "crb", map[string]string{"crb.yaml": escalation(h.ns)})
 		h.createSync("root", nil)
