@@ -37,6 +37,7 @@ import (
 	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/source"
 )
 
 // agentOptions are the flags of `driftless agent`.
@@ -77,6 +78,7 @@ type agentOptions struct {
 	defaultServiceAccount string
 	noCrossNamespaceRefs  bool
 	allowFileURLs         bool
+	tenantSourceHosts     []string
 	admission             bool
 	admissionAddr         string
 	admissionURL          string
@@ -149,6 +151,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the Sync's own namespace) a Sync outside the agent's namespace acts as when it names none in spec.serviceAccountName; empty refuses such Syncs (Stalled, ServiceAccountRequired) (docs/security.md)")
 	f.BoolVar(&o.noCrossNamespaceRefs, "no-cross-namespace-refs", true, "refuse (InvalidSpec) a Sync outside the agent's namespace whose spec.dependsOn names another namespace")
 	f.BoolVar(&o.allowFileURLs, "allow-file-urls", false, "let Syncs outside the agent's namespace use file:// sources, which read the agent's filesystem (tests, demos); without it only the agent's namespace may")
+	f.StringSliceVar(&o.tenantSourceHosts, "tenant-source-hosts", nil, "comma-separated host patterns (github.com, *.corp.example) that Syncs outside the agent's namespace may fetch git repositories, charts (repository, registry and the download URLs of an index) and remote Kustomize bases from; any other host is refused, naming it (docs/security.md); empty allows every host")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "address of the webhook receiver (/hooks/github, /hooks/gitlab, /hooks/gitea, /hooks/bitbucket, /hooks/generic), such as :9292: a push wakes the Syncs that follow the pushed branch or tag at once (docs/webhooks.md); empty disables it")
 	f.StringVar(&o.webhookSecret, "webhook-secret", "", "Secret in the agent's namespace with the webhook secrets: one key per provider (github, gitlab, gitea, bitbucket, generic), or the key token for all; required with --webhook-bind-address")
 	f.StringVar(&o.sopsAgeKey, "sops-age-key-secret", "", "Secret, as namespace/name, whose *.agekey entries decrypt SOPS files for the Syncs in its namespace that set no spec.decryption.secretRef (the root Sync); empty means none (docs/secrets.md)")
@@ -188,6 +191,10 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if o.retryPeriod <= 0 || o.retryPeriod >= o.renewDeadline || o.renewDeadline >= o.leaseDuration {
 		return fmt.Errorf("leader election: --leader-elect-retry-period %s, --leader-elect-renew-deadline %s, --leader-elect-lease-duration %s: each must be shorter than the next",
 			o.retryPeriod, o.renewDeadline, o.leaseDuration)
+	}
+	sourceHosts, err := source.ParseHosts(o.tenantSourceHosts)
+	if err != nil {
+		return fmt.Errorf("--tenant-source-hosts: %w", err)
 	}
 	if o.webhookAddr != "" && o.webhookSecret == "" {
 		return fmt.Errorf("--webhook-bind-address needs --webhook-secret: name the Secret in the agent's namespace that holds the webhook secrets (docs/webhooks.md)")
@@ -287,6 +294,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 			DefaultServiceAccount: o.defaultServiceAccount,
 			CrossNamespaceRefs:    !o.noCrossNamespaceRefs,
 			FileURLs:              o.allowFileURLs,
+			SourceHosts:           sourceHosts,
 		},
 		DefaultAgeKey: ageKey,
 	})
