@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -60,6 +61,7 @@ type agentOptions struct {
 	probeAddr      string
 	logFormat      string
 	cacheDir       string
+	cacheMaxSize   string
 	concurrent     int
 	dryRun         bool
 	fullResync     time.Duration
@@ -142,6 +144,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.cacheDir, "cache-dir", defaults.CacheDir, "directory for git mirrors: one per repository and credentials, shared by the Syncs that read it, with a tree per revision")
+	f.StringVar(&o.cacheMaxSize, "cache-max-size", resource.NewQuantity(defaults.CacheMaxSize, resource.BinarySI).String(), "bound on the git mirrors and charts in --cache-dir (a quantity: 2Gi, 512Mi; 0 for none): past it, the least recently used mirror or chart not in use is removed after each fetch, and fetched again when needed")
 	f.IntVar(&o.concurrent, "concurrent", defaults.Concurrency, "Syncs reconciled at the same time, and drifted objects checked at the same time (each sync mostly waits for the API server and git, so more than the cores pays off for fleets of many Syncs)")
 	f.Float32Var(&o.qps, "kube-api-qps", controller.DefaultKubeAPIQPS, "requests per second the agent may send to the API server (client side; the server's priority and fairness still applies)")
 	f.IntVar(&o.burst, "kube-api-burst", controller.DefaultKubeAPIBurst, "burst of requests above --kube-api-qps")
@@ -191,6 +194,10 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if o.retryPeriod <= 0 || o.retryPeriod >= o.renewDeadline || o.renewDeadline >= o.leaseDuration {
 		return fmt.Errorf("leader election: --leader-elect-retry-period %s, --leader-elect-renew-deadline %s, --leader-elect-lease-duration %s: each must be shorter than the next",
 			o.retryPeriod, o.renewDeadline, o.leaseDuration)
+	}
+	cacheMaxSize, err := resource.ParseQuantity(o.cacheMaxSize)
+	if err != nil || cacheMaxSize.Sign() < 0 {
+		return fmt.Errorf("--cache-max-size %q: write a size such as 2Gi or 512Mi (0 for no bound)", o.cacheMaxSize)
 	}
 	sourceHosts, err := source.ParseHosts(o.tenantSourceHosts)
 	if err != nil {
@@ -282,6 +289,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	syncs, err := controller.Setup(mgr, controller.Options{
 		CacheDir:      o.cacheDir,
+		CacheMaxSize:  cacheMaxSize.Value(),
 		DryRun:        o.dryRun,
 		Concurrency:   o.concurrent,
 		FullResync:    o.fullResync,

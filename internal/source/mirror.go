@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -43,6 +44,9 @@ type Mirror struct {
 	// Keep is how many trees of one repository are kept while no reader
 	// holds them; 0 means 2.
 	Keep int
+	// AfterFetch, when set, is called after each fetch from a remote, on
+	// a goroutine of its own (the agent's CacheLimit.Collect).
+	AfterFetch func()
 
 	mu    sync.Mutex
 	repos map[string]*mirrored
@@ -97,6 +101,8 @@ type mirrored struct {
 	// fetch of a mirror at a time. It is taken before mu, never while
 	// holding it.
 	fetching chan struct{}
+	// used is when a reader last asked for the mirror (Unix nanoseconds).
+	used atomic.Int64
 	// mu serialises reads of the git storage, which go-git does not make
 	// safe for concurrent use, and guards the fields below. It is never
 	// held across the network: a fetch writes through a repository of its
@@ -306,6 +312,7 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.repos[key]; ok {
+		r.used.Store(time.Now().UnixNano())
 		return r, nil
 	}
 	dir := filepath.Join(m.Dir, key)
@@ -335,6 +342,7 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 		m.repos = map[string]*mirrored{}
 	}
 	r := &mirrored{dir: dir, repo: repo, trees: map[string]*tree{}, fetching: make(chan struct{}, 1)}
+	r.used.Store(time.Now().UnixNano())
 	m.repos[key] = r
 	return r, nil
 }
@@ -553,6 +561,9 @@ func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request, done func(
 		opts.Depth = 1
 	}
 	m.fetches.Add(1)
+	if m.AfterFetch != nil {
+		defer func() { go m.AfterFetch() }()
+	}
 	err = repo.FetchContext(ctx, opts)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		if errors.Is(err, git.NoMatchingRefSpecError{}) && req.Ref.Tag == "" && req.Ref.Commit == "" {

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Limits a Fetcher applies when its own are zero.
@@ -49,9 +51,15 @@ type Fetcher struct {
 	// MaxIndexSize and MaxChartSize bound what one response may hold;
 	// zero is DefaultMaxIndexSize and DefaultMaxChartSize.
 	MaxIndexSize, MaxChartSize int64
+	// AfterDownload, when set, is called after a chart is downloaded
+	// into the cache, on a goroutine of its own (the agent's
+	// source.CacheLimit.Collect). A chart served from the cache has its
+	// modification time set to now: the cache's last use.
+	AfterDownload func()
 
-	mu      sync.Mutex
-	indexes map[string]*repoIndex // by index URL
+	mu        sync.Mutex
+	indexes   map[string]*repoIndex // by scope and index URL
+	downloads atomic.Int64          // charts stored
 }
 
 // Fetch resolves ref's version, downloads the chart unless the cache
@@ -81,13 +89,17 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref) (Chart, error) {
 		return Chart{}, fmt.Errorf("chart cache %s: %w", f.Dir, err)
 	}
 	var (
-		c   Chart
-		err error
+		c         Chart
+		err       error
+		downloads = f.downloads.Load()
 	)
 	if ref.OCI != "" {
 		c, err = f.fetchOCI(ctx, ref, scope(dir))
 	} else {
 		c, err = f.fetchHTTP(ctx, ref, scope(dir))
+	}
+	if f.AfterDownload != nil && f.downloads.Load() != downloads {
+		go f.AfterDownload()
 	}
 	if err != nil && ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -182,6 +194,8 @@ func (s scope) cached(hexDigest string) bool {
 		_ = os.Remove(p)
 		return false
 	}
+	now := time.Now()
+	_ = os.Chtimes(p, now, now) // its last use, for the cache's limit
 	return true
 }
 

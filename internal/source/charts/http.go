@@ -196,6 +196,7 @@ func (f *Fetcher) download(ctx context.Context, client *http.Client, ref Ref, ba
 	case err != nil:
 		return "", fmt.Errorf("store %s in the chart cache: %w", what, err)
 	}
+	f.downloads.Add(1)
 	return got, nil
 }
 

@@ -116,6 +116,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, ref Ref, dir scope) (Chart, erro
 	case err != nil:
 		return Chart{}, ociError(ref, err, what)
 	}
+	f.downloads.Add(1)
 	return chart, nil
 }
 
