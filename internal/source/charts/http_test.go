@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftless/driftless/internal/source"
 	"github.com/driftless/driftless/internal/source/charts"
 	"github.com/driftless/driftless/internal/testenv"
 )
@@ -405,4 +406,48 @@ func TestAnOCIChartCachedForOneRegistryAndSecretIsNotGivenToAnother(t *testing.T
 
 	_, err := f.Fetch(ctx, charts.Ref{OCI: private.URL("charts/web"), Version: "1.2.0", Insecure: true})
 	assertFailure(t, err, charts.ErrUnauthorized, "401")
+}
+
+func TestHostsOutsideTheAllowListAreNeverAsked(t *testing.T) {
+	ctx := fetchCtx(t)
+	repo := testenv.NewChartRepo(t)
+	archive := testenv.PackageChart(t, "web", "1.2.0")
+	repo.Publish("web", "1.2.0", archive)
+	f := &charts.Fetcher{Dir: t.TempDir()}
+	loopback, err := source.ParseHosts([]string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := source.ParseHosts([]string{"charts.example.com"})
+
+	// The repository's own host.
+	_, err = f.Fetch(ctx, charts.Ref{Repository: repo.URL, Name: "web", Version: "1.2.0", Hosts: other})
+	assertFailure(t, err, charts.ErrHostNotAllowed, "spec.chart.repository", "127.0.0.1", "--tenant-source-hosts")
+	if _, err := f.Fetch(ctx, charts.Ref{Repository: repo.URL, Name: "web", Version: "1.2.0", Hosts: loopback}); err != nil {
+		t.Errorf("a repository on an allowed host: %v", err)
+	}
+
+	// An index on an allowed host (127.0.0.1) whose download URL names
+	// another (localhost, the same machine): refused, never asked.
+	var mu sync.Mutex
+	asked := 0
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		_, _ = w.Write(archive)
+	}))
+	t.Cleanup(elsewhere.Close)
+	download := strings.Replace(elsewhere.URL, "127.0.0.1", "localhost", 1) + "/web-1.2.0.tgz"
+	index := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("apiVersion: v1\nentries:\n  web:\n  - name: web\n    version: 1.2.0\n    urls: [" + download + "]\n"))
+	}))
+	t.Cleanup(index.Close)
+	_, err = f.Fetch(ctx, charts.Ref{Repository: index.URL, Name: "web", Version: "1.2.0", Hosts: loopback})
+	assertFailure(t, err, charts.ErrHostNotAllowed, "download URL of chart web 1.2.0", "localhost")
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 0 {
+		t.Errorf("the download host was asked %d times, want never", asked)
+	}
 }
