@@ -14,15 +14,18 @@ import (
 )
 
 // stallingProxy forwards TCP connections to a real git server, or, once
-// stalled, accepts them and holds them without an answer: a server that
-// hangs mid-fetch, which a real server does not do on demand.
+// stalled, holds every request without an answer — new connections and
+// kept-alive ones alike: a server that hangs mid-fetch, which a real
+// server does not do on demand.
 type stallingProxy struct {
 	ln     net.Listener
 	target string
+	closed chan struct{}
 
 	mu      sync.Mutex
 	stalled bool
-	held    []net.Conn
+	held    int
+	conns   []net.Conn
 }
 
 func newStallingProxy(t *testing.T, target string) *stallingProxy {
@@ -31,13 +34,14 @@ func newStallingProxy(t *testing.T, target string) *stallingProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &stallingProxy{ln: ln, target: target}
+	p := &stallingProxy{ln: ln, target: target, closed: make(chan struct{})}
 	go p.accept()
 	t.Cleanup(func() {
 		ln.Close()
+		close(p.closed)
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		for _, c := range p.held {
+		for _, c := range p.conns {
 			c.Close()
 		}
 	})
@@ -51,40 +55,60 @@ func (p *stallingProxy) accept() {
 			return
 		}
 		p.mu.Lock()
-		p.held = append(p.held, c)
-		stalled := p.stalled
+		p.conns = append(p.conns, c)
 		p.mu.Unlock()
-		if stalled {
-			continue // held until the test ends
-		}
-		go func() {
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				return
-			}
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			_, _ = io.Copy(c, up)
-			c.Close()
-		}()
+		go p.forward(c)
 	}
 }
 
-// stall holds every later connection; stalledConns counts them.
+// forward passes c's bytes to the server and back, until a request
+// arrives while the proxy is stalled: that one is held.
+func (p *stallingProxy) forward(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, up)
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(c, up); c.Close() }()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			stalled := p.stalled
+			if stalled {
+				p.held++
+			}
+			p.mu.Unlock()
+			if stalled {
+				<-p.closed
+				return
+			}
+			if _, err := up.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			up.Close()
+			return
+		}
+	}
+}
+
+// stall holds every later request; heldRequests counts them.
 func (p *stallingProxy) stall() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stalled = true
-	p.held = p.held[:0:0]
 }
 
-func (p *stallingProxy) stalledConns() int {
+func (p *stallingProxy) heldRequests() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.stalled {
-		return 0
-	}
-	return len(p.held)
+	return p.held
 }
 
 // behind returns the URL of repo's HTTP address through p.
@@ -155,7 +179,7 @@ func TestReadersOfAFetchedRevisionDoNotWaitForAnotherReadersFetch(t *testing.T) 
 		cancelHung()
 		<-hungDone
 	})
-	waitFor(t, "the fetch of the second commit to reach the stalled server", func() bool { return proxy.stalledConns() > 0 })
+	waitFor(t, "the fetch of the second commit to reach the stalled server", func() bool { return proxy.heldRequests() > 0 })
 
 	ctx := context.Background()
 	if !returns(func() {
