@@ -63,7 +63,8 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		// applies the agent's ValidatingWebhookConfiguration.
 		rule("admissionregistration.k8s.io", "validatingwebhookconfigurations", "create,patch"),
 		// engine.SourceRequest (git secretRef), engine.Variables
-		// (substituteFrom), receiver (webhook Secret): one Get each.
+		// (substituteFrom), receiver (the webhook Secret, and each
+		// namespace's driftless-webhook Secret per TTL): one Get each.
 		rule("", "secrets,configmaps", "get"),
 		// the Sync and drift reconcilers' EventRecorder (events.k8s.io).
 		rule("events.k8s.io", "events", "create,patch"),

@@ -34,6 +34,11 @@ type Tenancy struct {
 	// FileURLs lets tenant Syncs use file:// sources, which read the
 	// agent's filesystem; off, such a Sync is InvalidSpec.
 	FileURLs bool
+	// SourceHosts, when it restricts, are the only hosts tenant Syncs may
+	// fetch from: their git repository (else InvalidSpec), their charts'
+	// repositories, registries and download URLs, and their remote
+	// Kustomize bases (else the render fails, naming the host).
+	SourceHosts source.Hosts
 }
 
 // DefaultTenancy is the agent's default: tenants must act as a
@@ -123,6 +128,11 @@ func (t Tenancy) fences(s *v1alpha1.Sync, protocol string) []error {
 	if protocol == source.ProtocolFile && !t.FileURLs {
 		errs = append(errs, fmt.Errorf("spec.source.git.url %q is a local path, which only Syncs in the agent's namespace %s may use: "+
 			"serve the repository over ssh:// or https://, or run the agent with --allow-file-urls", source.Redact(s.Spec.Source.Git.URL), t.AgentNamespace))
+	}
+	if protocol != source.ProtocolFile {
+		if err := t.SourceHosts.CheckHost(fmt.Sprintf("spec.source.git.url %q", source.Redact(s.Spec.Source.Git.URL)), s.Spec.Source.Git.URL); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !t.CrossNamespaceRefs {
 		for i, d := range s.Spec.DependsOn {
@@ -265,6 +275,15 @@ func (e *ForbiddenError) Error() string {
 }
 
 func (e *ForbiddenError) Unwrap() error { return e.err }
+
+// sourceHosts returns the hosts s may fetch charts and remote bases from:
+// every host, unless s is a tenant's and --tenant-source-hosts restricts.
+func (r *SyncReconciler) sourceHosts(s *v1alpha1.Sync) source.Hosts {
+	if r.Identities == nil || !r.Identities.Tenancy.tenant(s) {
+		return source.Hosts{}
+	}
+	return r.Identities.Tenancy.SourceHosts
+}
 
 // mayReadFiles reports whether s may read file:// repositories, as its
 // source or as a remote Kustomize base: without tenancy every Sync may;

@@ -580,8 +580,9 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	defer tree.Release()
 	opts.Decrypt = engine.Decryptor(keys)
 	opts.Cache = r.Store.GeneratorCache(key)
+	opts.SourceHosts = r.sourceHosts(s)
 	if s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote {
-		opts.Remote = &engine.RemoteBases{Mirror: r.Mirror(), Source: req, FileURLs: r.mayReadFiles(s)}
+		opts.Remote = &engine.RemoteBases{Mirror: r.Mirror(), Source: req, FileURLs: r.mayReadFiles(s), Hosts: opts.SourceHosts}
 	}
 	built, reused := opts.Cache.Builds()
 	defer func() {

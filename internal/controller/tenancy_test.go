@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/source"
 )
 
 // agentNamespace is the agent's namespace in these tests: no test
@@ -198,6 +199,11 @@ func TestATenantSyncMayNotNameWhatIsNotItsOwn(t *testing.T) {
 			func(s *v1alpha1.Sync) {
 				s.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "infra", Namespace: "team-a"}}
 			}, ""},
+		{"a repository on a host --tenant-source-hosts does not list is refused", Tenancy{AgentNamespace: agentNamespace, SourceHosts: sourceHosts(t, "github.com,*.corp.example")},
+			func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "https://169.254.169.254/latest/meta-data.git" },
+			"host 169.254.169.254, which a Sync outside the agent's namespace may not fetch from (the agent's --tenant-source-hosts allows github.com,*.corp.example)"},
+		{"a repository on a listed host is allowed", Tenancy{AgentNamespace: agentNamespace, SourceHosts: sourceHosts(t, "github.com,*.corp.example")},
+			func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "https://git.corp.example/team-a/apps.git" }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,4 +315,13 @@ func TestTheAPIServerRefusesGitURLsOfOtherSchemes(t *testing.T) {
 
 func syncNamed(ns, name string) *v1alpha1.Sync {
 	return &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func sourceHosts(t *testing.T, patterns string) source.Hosts {
+	t.Helper()
+	h, err := source.ParseHosts(strings.Split(patterns, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

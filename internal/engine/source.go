@@ -133,6 +133,10 @@ type RenderOptions struct {
 	// the Sync's namespace, read with Reader.
 	Charts     render.ChartFetcher
 	ChartCache *charts.Fetcher
+	// SourceHosts, when it restricts, are the only hosts ChartCache may
+	// fetch a chart from (repository, registry, download URL): the
+	// agent's --tenant-source-hosts for a Sync outside its namespace.
+	SourceHosts source.Hosts
 	// ReadOutside, when set, is called when the render reads something
 	// that is not in the checkout: a chart from a repository, or
 	// valuesFrom. Such a render may change with no new commit, so it must
@@ -167,7 +171,7 @@ func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revis
 	}
 	chartFetcher := o.Charts
 	if chartFetcher == nil && o.ChartCache != nil {
-		chartFetcher = repositoryCharts{ctx: ctx, reader: o.Reader, namespace: s.Namespace, fetcher: o.ChartCache}
+		chartFetcher = repositoryCharts{ctx: ctx, reader: o.Reader, namespace: s.Namespace, fetcher: o.ChartCache, hosts: o.SourceHosts}
 	}
 	if chartFetcher != nil {
 		chartFetcher = readOutside{chartFetcher, outside}
