@@ -176,19 +176,7 @@ func (m *Mirror) forget(key string, r *mirrored) bool {
 		}
 	}
 	delete(m.repos, key)
-	return removeCached(r.dir) == nil
-}
-
-// removeCached removes a directory of the cache, making read-only
-// directories in it writable first: the one removal of cached trees.
-func removeCached(dir string) error {
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
+	return RemoveTree(r.dir) == nil
 }
 
 // diskUsage is the size of the regular files under dir.

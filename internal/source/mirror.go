@@ -47,6 +47,10 @@ type Mirror struct {
 	// AfterFetch, when set, is called after each fetch from a remote, on
 	// a goroutine of its own (the agent's CacheLimit.Collect).
 	AfterFetch func()
+	// Limits bound the tree of a revision (see WriteTree); the zero value
+	// is DefaultTreeLimits. A tree over them, or one WriteTree refuses
+	// otherwise, fails Checkout with a *TreeError.
+	Limits TreeLimits
 
 	mu    sync.Mutex
 	repos map[string]*mirrored
@@ -320,7 +324,7 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 		return nil, err
 	}
 	// Trees of an earlier run are not known to be complete: start over.
-	if err := os.RemoveAll(filepath.Join(dir, "trees")); err != nil {
+	if err := RemoveTree(filepath.Join(dir, "trees")); err != nil {
 		return nil, err
 	}
 	gitDir := filepath.Join(dir, "git")
@@ -474,32 +478,30 @@ func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, 
 		// Clone the history that holds revision.
 		m.fetches.Add(1)
 		history := Request{URL: req.URL, Ref: Ref{Commit: revision}, Credentials: req.Credentials, Verify: req.Verify}
-		if _, err := Checkout(ctx, history, revision, dir); err != nil {
+		if _, err := checkoutWithin(ctx, history, revision, dir, m.Limits); err != nil {
 			return err
 		}
 		// The clone's .git names the URL, which may hold a token; the
 		// tree is read only for its files.
-		if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+		if err := removeGitDir(dir); err != nil {
 			return err
 		}
 		m.trees.Add(1)
 		return nil
 	}
+	// r.repo is replaced by a fetch when it ends: read its objects under
+	// r.mu.
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	files, err := commit.Files()
-	if err != nil {
-		return fmt.Errorf("read commit %s of %s: %w", Short(revision), Redact(req.URL), err)
-	}
 	tmp := dir + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
+	if err := RemoveTree(tmp); err != nil {
 		return err
 	}
-	if err := writeFiles(files, tmp); err != nil {
-		os.RemoveAll(tmp)
+	if err := WriteTree(r.repo.Storer, commit.Hash, tmp, m.Limits); err != nil {
+		_ = RemoveTree(tmp)
 		return fmt.Errorf("check out %s of %s: %w", Short(revision), Redact(req.URL), err)
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := RemoveTree(dir); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
@@ -574,53 +576,6 @@ func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request, done func(
 	return nil
 }
 
-// writeFiles writes the files of a commit under dir: regular and
-// executable files, and symbolic links as links (render refuses those that
-// leave the tree). Submodules are not files of the commit and are skipped.
-func writeFiles(files *object.FileIter, dir string) error {
-	defer files.Close()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	return files.ForEach(func(f *object.File) error {
-		if !filepath.IsLocal(f.Name) {
-			return fmt.Errorf("file %q leaves the repository", f.Name)
-		}
-		name := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-			return err
-		}
-		switch f.Mode {
-		case filemode.Symlink:
-			target, err := f.Contents()
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, name)
-		case filemode.Regular, filemode.Executable, filemode.Deprecated:
-			return writeBlob(f, name)
-		}
-		return nil
-	})
-}
-
-func writeBlob(f *object.File, name string) error {
-	in, err := f.Reader()
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // collect removes trees no reader holds, beyond the newest Keep. r.mu is
 // held.
 func (m *Mirror) collect(r *mirrored) {
@@ -641,7 +596,7 @@ func (m *Mirror) collect(r *mirrored) {
 		t := r.trees[rev]
 		delete(r.trees, rev)
 		r.order = deleteString(r.order, rev)
-		_ = os.RemoveAll(t.dir)
+		_ = RemoveTree(t.dir)
 	}
 }
 

@@ -69,6 +69,12 @@ func (m *Mirror) Base(ctx context.Context, req Request, dir string, paths []stri
 			return nil, err
 		}
 	}
+	// go-git's worktree writes these files (the writer commits from its
+	// index): the tree is checked first as WriteTree checks it, so no path
+	// passes through a link, leads out or names .git.
+	if _, err := planTree(repo.Storer, tip.Hash(), m.Limits.withDefaults()); err != nil {
+		return nil, err
+	}
 	wt, err := repo.Worktree()
 	if err != nil {
 		return nil, err
