@@ -46,6 +46,11 @@ const (
 	// ReasonVerificationFailed: the revision (or its tag) is not signed
 	// by a key of spec.source.git.verify, or those keys cannot be read.
 	ReasonVerificationFailed = "VerificationFailed"
+	// ReasonAccessDenied: a Sync outside the agent's namespace names a
+	// Secret or ConfigMap (spec.source.git.secretRef, substituteFrom,
+	// decryption, a HelmChart's valuesFrom or chart secretRef) that its
+	// ServiceAccount may not get; nothing of the revision is written.
+	ReasonAccessDenied = "AccessDenied"
 )
 
 // Event reasons of a Sync's deletion (see SyncSpec.DeletionPolicy).

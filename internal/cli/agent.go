@@ -312,6 +312,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	imageOpts := imagecontroller.DefaultOptions()
 	imageOpts.CacheDir = o.cacheDir
 	imageOpts.Mirror = syncs.Mirror()
+	imageOpts.ReaderOf = syncs.ReaderOf
 	imageOpts.AgentNamespace = o.namespace
 	if err := imagecontroller.Setup(mgr, imageOpts); err != nil {
 		return err

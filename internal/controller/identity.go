@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/admission"
+	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/source"
 )
 
@@ -118,6 +119,48 @@ func identityOf(i *Identities, applier client.Client, s *v1alpha1.Sync) (identit
 
 func (r *SyncReconciler) identityOf(s *v1alpha1.Sync) (identity, error) {
 	return identityOf(r.Identities, r.Applier, s)
+}
+
+// readerOf returns what reads the Secrets and ConfigMaps s names (see
+// engine.Reader): for a Sync outside the agent's namespace, id, the
+// Sync's ServiceAccount, so that creating a Sync or pushing to its
+// repository reads nothing that account may not get; for the agent's
+// namespace, or without tenancy, agent, the agent's own uncached reader.
+func readerOf(i *Identities, agent client.Reader, s *v1alpha1.Sync, id identity) engine.Reader {
+	if i == nil || !i.Tenancy.tenant(s) {
+		return agent
+	}
+	return readsAs{id.client}
+}
+
+// ReaderOf returns what reads the Secrets s names (see readerOf): as
+// s's ServiceAccount outside the agent's namespace. An error when s has
+// no identity to act as (ServiceAccountRequired).
+func (r *SyncReconciler) ReaderOf(s *v1alpha1.Sync) (engine.Reader, error) {
+	id, err := r.identityOf(s)
+	if err != nil {
+		return nil, err
+	}
+	return readerOf(r.Identities, r.Reader, s, id), nil
+}
+
+// readsAs reads as a tenant Sync's identity, and marks its refusals as
+// reads (ForbiddenError.Read), which stall the Sync with AccessDenied.
+type readsAs struct{ reader client.Reader }
+
+func (r readsAs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.reader.Get(ctx, key, obj, opts...)
+	if fe := (*ForbiddenError)(nil); errors.As(err, &fe) {
+		fe.Read = true
+	}
+	return err
+}
+
+// deniedRead reports whether err holds a read the Sync's ServiceAccount
+// may not make (readsAs).
+func deniedRead(err error) bool {
+	fe := (*ForbiddenError)(nil)
+	return errors.As(err, &fe) && fe.Read
 }
 
 // fences returns what a tenant Sync's spec names that it may not: a
@@ -259,7 +302,10 @@ type ForbiddenError struct {
 	// Verb, Resource (plural, with its group), Namespace and Name say
 	// what was refused.
 	Verb, Resource, Namespace, Name string
-	err                             error
+	// Read: the request read a Secret or ConfigMap the Sync names (its
+	// git Secret, variables, keys, values), not an object of the Sync.
+	Read bool
+	err  error
 }
 
 func (e *ForbiddenError) Error() string {
@@ -268,7 +314,11 @@ func (e *ForbiddenError) Error() string {
 		where = "in namespace " + e.Namespace
 	}
 	fix := "grant it in a Role/ClusterRole, or move the object to a Sync that may"
-	if e.Who == "the agent" {
+	switch {
+	case e.Read:
+		fix = fmt.Sprintf("a Sync outside the agent's namespace reads what it names as its ServiceAccount; "+
+			"grant it %s on %s %q in a Role of namespace %s bound to it (docs/security.md)", e.Verb, e.Resource, e.Name, e.Namespace)
+	case e.Who == "the agent":
 		fix = "grant the agent's ServiceAccount that right, or set spec.serviceAccountName to a ServiceAccount that has it"
 	}
 	return fmt.Sprintf("%s may not %s %s %q %s: %s", e.Who, e.Verb, e.Resource, e.Name, where, fix)

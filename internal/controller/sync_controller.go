@@ -57,7 +57,9 @@ type SyncReconciler struct {
 	// Client reads and updates Syncs (from the manager's cache).
 	Client client.Client
 	// Reader reads Secrets directly from the API server, so that the
-	// agent never caches every Secret of the cluster.
+	// agent never caches every Secret of the cluster. It reads what the
+	// Syncs of the agent's namespace name; with Identities, what a Sync
+	// outside it names is read as the Sync's ServiceAccount instead.
 	Reader client.Reader
 	// Applier writes managed objects as the agent; it must not cache them.
 	Applier client.Client
@@ -66,7 +68,9 @@ type SyncReconciler struct {
 	// objects (Tenancy). Nil: every Sync acts as the agent, through
 	// Applier, unfenced.
 	Identities *Identities
-	// RenderOptions are the agent's render settings (scope, budgets).
+	// RenderOptions are the agent's render settings (scope, budgets,
+	// chart cache). Its Reader is replaced, for each Sync, by the one
+	// that reads what the Sync names (Reader, or the Sync's identity).
 	RenderOptions engine.RenderOptions
 	// Discovery, when set, gives Helm charts the cluster's version and
 	// API versions in .Capabilities, read at most once a minute.
@@ -262,6 +266,10 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// object (the API server echoes invalid values) is masked with them.
 	var vars map[string]render.Variable
 	fail := func(reason string, err error) outcome {
+		if deniedRead(err) {
+			// The Sync's ServiceAccount may not read what it names.
+			reason = v1alpha1.ReasonAccessDenied
+		}
 		o.reason, o.err = reason, engine.MaskSecrets(err, vars)
 		o.duration = time.Since(o.started)
 		return o
@@ -270,7 +278,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if reason, err := r.checkDependencies(ctx, s); err != nil {
 		return fail(reason, err)
 	}
-	req, err := engine.SourceRequest(ctx, r.Reader, s)
+	// What the Sync names is read as the Sync (readerOf).
+	reader := readerOf(r.Identities, r.Reader, s, id)
+	req, err := engine.SourceRequest(ctx, reader, s)
 	if err != nil {
 		return fail(engine.FetchReason(err), err)
 	}
@@ -280,11 +290,11 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 	o.movedBack = movedBack(s, o.revision)
 	// Read every sync: a changed ConfigMap or Secret re-renders.
-	vars, err = engine.Variables(ctx, r.Reader, s)
+	vars, err = engine.Variables(ctx, reader, s)
 	if err != nil {
 		return fail(variablesFailure(err), err)
 	}
-	keys, err := engine.DecryptionKeys(ctx, r.Reader, s, r.DefaultAgeKey)
+	keys, err := engine.DecryptionKeys(ctx, reader, s, r.DefaultAgeKey)
 	if err != nil {
 		return fail(keysFailure(err), err)
 	}
@@ -302,7 +312,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if r.Revisions != nil && !o.dryRun && o.revision != s.Status.LastAppliedRevision {
 		r.Revisions.Syncing(s, o.revision)
 	}
-	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys)
+	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys, reader)
 	o.commit = r.commitOf(req, o.revision)
 	if err != nil {
 		return fail(reason, err)
@@ -548,7 +558,7 @@ func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
 // since the last render: the same revision, or for a render of plain
 // manifests a new revision that left the Sync's paths as they were (a
 // commit to another app of the repository).
-func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys) ([]render.Object, string, error) {
+func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys, reader engine.Reader) ([]render.Object, string, error) {
 	key := s.Namespace + "/" + s.Name
 	digest := engine.VariablesDigest(vars) + keys.Digest()
 	if objects, ok := r.Store.Rendered(key, s.UID, revision, s.Generation, digest); ok {
@@ -567,6 +577,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	}
 	opts := r.RenderOptions
 	opts.Variables = vars
+	opts.Reader = reader // valuesFrom and chart secretRefs, as the Sync
 	if r.Discovery != nil {
 		var err error
 		if opts.KubeVersion, opts.APIVersions, err = r.capabilities.get(r.Discovery, r.now()); err != nil {

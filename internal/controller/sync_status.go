@@ -65,6 +65,7 @@ var stalledReasons = map[string]bool{
 	v1alpha1.ReasonDependencyCycle:        true,
 	v1alpha1.ReasonServiceAccountRequired: true,
 	v1alpha1.ReasonVerificationFailed:     true,
+	v1alpha1.ReasonAccessDenied:           true,
 }
 
 // maxMessage keeps condition and event messages within what the API

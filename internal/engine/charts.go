@@ -19,7 +19,7 @@ import (
 // credentials of each HelmChart's secretRef in the Sync's namespace.
 type repositoryCharts struct {
 	ctx       context.Context
-	reader    client.Reader
+	reader    Reader
 	namespace string
 	fetcher   *charts.Fetcher
 	hosts     source.Hosts
