@@ -235,14 +235,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // optimistic lock, re-reading on conflict, so that a condition the drift
 // reconciler set meanwhile is not overwritten by a stale copy.
 func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o outcome) error {
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
-				return err
-			}
-		}
-		first = false
+	return r.patchStatus(ctx, s, func() error {
 		base := s.DeepCopy()
 		if o.progressed || s.Status.Progress != nil {
 			// Make the patch remove the progress written during the sync.
@@ -259,10 +252,10 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o ou
 	})
 }
 
-// writeCompared records that a sync which changed nothing compared every
-// live object (o.compared): status.lastComparedAt, and the Drifted
-// condition's message, which says so. Nothing else of the status moves.
-func (r *SyncReconciler) writeCompared(ctx context.Context, s *v1alpha1.Sync, o outcome) error {
+// patchStatus calls patch, which patches s's status with an optimistic
+// lock, until it does not conflict, reading s from the API server again
+// before each new try.
+func (r *SyncReconciler) patchStatus(ctx context.Context, s *v1alpha1.Sync, patch func() error) error {
 	first := true
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
@@ -271,6 +264,15 @@ func (r *SyncReconciler) writeCompared(ctx context.Context, s *v1alpha1.Sync, o 
 			}
 		}
 		first = false
+		return patch()
+	})
+}
+
+// writeCompared records that a sync which changed nothing compared every
+// live object (o.compared): status.lastComparedAt, and the Drifted
+// condition's message, which says so. Nothing else of the status moves.
+func (r *SyncReconciler) writeCompared(ctx context.Context, s *v1alpha1.Sync, o outcome) error {
+	return r.patchStatus(ctx, s, func() error {
 		if meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) {
 			return nil // an incident came in meanwhile: it says more
 		}
