@@ -98,8 +98,9 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	}
 	if s.Spec.Suspend {
 		// Not acted on now, not forgotten: the sync that follows the
-		// resume compares it.
+		// resume compares it, and every other object.
 		r.Store.MarkToCheck(syncKey, req.ID())
+		r.Store.SetCompareAll(syncKey)
 		return ctrl.Result{}, nil
 	}
 	check, ok := r.Store.BeginCheck(syncKey)
@@ -135,6 +136,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		// Reported, not put back: the first sync that writes again (a
 		// switch to Apply, selfHeal on, a new revision) compares it.
 		r.Store.MarkToCheck(syncKey, req.ID())
+		r.Store.SetCompareAll(syncKey)
 	}
 
 	key := req.Sync.String() + "/" + req.ID().String()

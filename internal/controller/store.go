@@ -72,6 +72,10 @@ type syncState struct {
 	// them with the cluster whatever it would otherwise skip. Bounded by
 	// the Sync's objects.
 	toCheck map[plan.ID]bool
+	// compareAll: the Sync was seen suspended or reporting only since its
+	// last full comparison, so the next sync that writes compares every
+	// object (as after a start).
+	compareAll bool
 }
 
 // rendered is a cached render, valid while the revision, the Sync's
@@ -206,12 +210,32 @@ func (s *Store) LastFull(key string) (time.Time, bool) {
 	return st.lastFull, true
 }
 
-// SetLastFull records that key compared every object at t.
+// SetLastFull records that key compared every object at t, which
+// settles CompareAll.
 func (s *Store) SetLastFull(key string, t time.Time) {
 	st := s.state(key)
 	s.mu.Lock()
-	st.lastFull = t
+	st.lastFull, st.compareAll = t, false
 	s.mu.Unlock()
+}
+
+// SetCompareAll records that key was seen unable to write (suspended, a
+// dry run, selfHeal off): the next sync that writes compares every
+// object with the cluster.
+func (s *Store) SetCompareAll(key string) {
+	st := s.state(key)
+	s.mu.Lock()
+	st.compareAll = true
+	s.mu.Unlock()
+}
+
+// CompareAll reports whether key's next sync must compare every object
+// (SetCompareAll, until SetLastFull).
+func (s *Store) CompareAll(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	return ok && st.compareAll
 }
 
 // MarkToCheck records that a drift check saw key's object id changed and

@@ -154,6 +154,8 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	if s.Spec.Suspend {
 		logger.V(1).Info("suspended; not syncing")
+		// The sync after the resume compares every object.
+		r.Store.SetCompareAll(req.String())
 		return ctrl.Result{}, nil
 	}
 	if err := checkSpec(&s, r.Identities.tenancy()); err != nil {
@@ -326,7 +328,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// Objects a drift check saw changed and could not act on are
 	// compared, whatever the sync would otherwise skip.
 	marked := r.Store.ToCheck(key)
-	if len(marked) == 0 && !mustCompare(s) && r.watchedAndCurrent(s, o.revision, digest) {
+	if len(marked) == 0 && !r.mustCompare(s) && r.watchedAndCurrent(s, o.revision, digest) {
 		// Nothing new in git, and the watches report every change in
 		// the cluster: no request per object.
 		o.duration = time.Since(o.started)
@@ -450,6 +452,11 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		// Every object was read, compared and, where it differed, put back.
 		r.Store.SetLastFull(key, o.started)
 	}
+	if o.dryRun {
+		// Drift is only reported now: the first sync that writes again
+		// compares every object.
+		r.Store.SetCompareAll(key)
+	}
 	o.lastCompared, _ = r.Store.LastFull(key)
 	if o.compared {
 		o.lastCompared = o.started // a dry run compared every object too
@@ -460,12 +467,14 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 
 // mustCompare reports whether the next sync of s compares every object
 // with the cluster, as the first sync after a start does, whatever the
-// watches say: a sync was requested (driftless reconcile), or the spec
-// changed since it was last applied — a resume, a switch from DryRun to
-// Apply, selfHeal turned on, any edit. Drift seen while the Sync could
-// not act is put back then.
-func mustCompare(s *v1alpha1.Sync) bool {
-	return requestPending(s) || s.Generation != appliedGeneration(&s.Status)
+// watches say: a sync was requested (driftless reconcile), or the Sync was
+// seen unable to write since its last full comparison (Store.CompareAll:
+// suspended, a dry run, selfHeal off) — so the sync after a resume, a
+// switch from DryRun to Apply or selfHeal turned on puts back what
+// changed meanwhile. Other spec changes do not: they cost what a new
+// revision costs.
+func (r *SyncReconciler) mustCompare(s *v1alpha1.Sync) bool {
+	return requestPending(s) || r.Store.CompareAll(s.Namespace+"/"+s.Name)
 }
 
 // comparedMarks returns the objects of marked that a sync compared with
@@ -590,7 +599,7 @@ func appliedGeneration(st *v1alpha1.SyncStatus) int64 {
 // reported Unchanged without a request, except those marked to check.
 // Otherwise nil: every object is compared.
 func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, same func(plan.ID) bool, marked map[plan.ID]bool) func(plan.Step) bool {
-	if !s.SelfHealEnabled() || mustCompare(s) || !r.watchedAndRecent(s) {
+	if !s.SelfHealEnabled() || r.mustCompare(s) || !r.watchedAndRecent(s) {
 		return nil
 	}
 	return func(step plan.Step) bool { return !marked[step.ID] && same(step.ID) }
