@@ -494,6 +494,13 @@ type SyncStatus struct {
 	// this is not, so a spec change is applied once it can be.
 	// +optional
 	LastAppliedGeneration int64 `json:"lastAppliedGeneration,omitempty"`
+	// LastComparedAt is when a sync last compared every live object of
+	// the Sync with git (reading each one, as the first sync after a
+	// start, a resume, a switch to Apply, `driftless reconcile` and the
+	// full resync do). Syncs in between trust the drift watches for objects
+	// git did not change; the Drifted condition says which it was.
+	// +optional
+	LastComparedAt *metav1.Time `json:"lastComparedAt,omitempty"`
 	// LastAttemptedRevision is the revision of the last attempt.
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
@@ -156,6 +158,8 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	if s.Spec.Suspend {
 		logger.V(1).Info("suspended; not syncing")
+		// The sync after the resume compares every object.
+		r.Store.SetCompareAll(req.String())
 		return ctrl.Result{}, nil
 	}
 	if err := checkSpec(&s, r.Identities.tenancy()); err != nil {
@@ -182,6 +186,12 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if (o.noop(&s.Status) || o.sameReport(&s.Status)) && s.Status.ObservedGeneration == s.Generation && !requestPending(&s) &&
 		(len(s.Status.Inventory) == 0 || o.inventory == nil) && o.inventoryLost == "" {
 		logger.V(1).Info("in sync", "revision", o.revision, "unchanged", o.changes.Count(apply.Unchanged))
+		if o.compared && !o.dryRun {
+			// Nothing to record but the comparison: say when it was.
+			if err := r.writeCompared(ctx, &s, o); err != nil {
+				return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
+			}
+		}
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
 
@@ -231,14 +241,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // optimistic lock, re-reading on conflict, so that a condition the drift
 // reconciler set meanwhile is not overwritten by a stale copy.
 func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o outcome) error {
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
-				return err
-			}
-		}
-		first = false
+	return r.patchStatus(ctx, s, func() error {
 		base := s.DeepCopy()
 		if o.progressed || s.Status.Progress != nil {
 			// Make the patch remove the progress written during the sync.
@@ -251,6 +254,38 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o ou
 			s.Status.InventoryRef = inventory.Ref(s, o.inventory)
 			s.Status.Inventory = nil // moved to the Inventory, if it was here
 		}
+		return r.Client.Status().Patch(ctx, s, patch)
+	})
+}
+
+// patchStatus calls patch, which patches s's status with an optimistic
+// lock, until it does not conflict, reading s from the API server again
+// before each new try.
+func (r *SyncReconciler) patchStatus(ctx context.Context, s *v1alpha1.Sync, patch func() error) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+				return err
+			}
+		}
+		first = false
+		return patch()
+	})
+}
+
+// writeCompared records that a sync which changed nothing compared every
+// live object (o.compared): status.lastComparedAt, and the Drifted
+// condition's message, which says so. Nothing else of the status moves.
+func (r *SyncReconciler) writeCompared(ctx context.Context, s *v1alpha1.Sync, o outcome) error {
+	return r.patchStatus(ctx, s, func() error {
+		if meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) {
+			return nil // an incident came in meanwhile: it says more
+		}
+		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		s.Status.LastComparedAt = &metav1.Time{Time: o.started.UTC().Truncate(time.Second)}
+		meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse,
+			ObservedGeneration: s.Generation, Reason: v1alpha1.ReasonInSync, Message: o.inSyncMessage()})
 		return r.Client.Status().Patch(ctx, s, patch)
 	})
 }
@@ -299,7 +334,11 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		return fail(keysFailure(err), err)
 	}
 	digest := engine.VariablesDigest(vars) + keys.Digest()
-	if r.watchedAndCurrent(s, o.revision, digest) && !requestPending(s) {
+	key := s.Namespace + "/" + s.Name
+	// Objects a drift check saw changed and could not act on are
+	// compared, whatever the sync would otherwise skip.
+	marked := r.Store.ToCheck(key)
+	if len(marked) == 0 && !r.mustCompare(s) && r.watchedAndCurrent(s, o.revision, digest) {
 		// Nothing new in git, and the watches report every change in
 		// the cluster: no request per object.
 		o.duration = time.Since(o.started)
@@ -325,7 +364,6 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		log.FromContext(ctx).Error(unreadable, "ignoring unreadable inventory entries")
 	}
 
-	key := s.Namespace + "/" + s.Name
 	byID := make(map[plan.ID]render.Object, len(objects))
 	for _, obj := range objects {
 		byID[plan.IDOf(obj.Object)] = obj
@@ -341,10 +379,17 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			w.Release()
 		}
 	}()
+	same := sameAsApplied(w, byID)
 	if !o.dryRun {
-		in.Known = r.knownUnchanged(s, w)
+		in.Known = r.knownUnchanged(s, same, marked)
+		// An object whose render is what was applied and that differs
+		// in the cluster is a drift this sync puts back: keep what it
+		// was, to say so.
+		in.Keep = same
+		in.Written = func(obj *unstructured.Unstructured) { r.Store.Writes().Wrote(obj.GetUID(), obj.GetResourceVersion()) }
 		in.Record = func(ctx context.Context, entries []plan.Entry) error { return r.recordInventory(ctx, s, entries) }
 	}
+	o.compared = in.Known == nil
 	in.Wait = apply.WaitOptions{
 		Last: s.Spec.Wait,
 		Progress: func(p apply.WaveProgress) {
@@ -360,6 +405,10 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 	res := engine.Run(ctx, id.client, in)
 	o.changes, o.inventory = res.Changes, res.Inventory
+	if !o.dryRun {
+		o.reverted = revertedDrift(res.Changes, byID)
+	}
+	r.Store.Checked(key, comparedMarks(marked, res.Changes, o.dryRun)...)
 	switch {
 	case res.Err == nil:
 		// A dry run's render is what drift is reported against.
@@ -409,11 +458,79 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		}
 		return fail(res.Reason, hideDecrypted(res.Err, byID))
 	}
-	if !o.dryRun {
-		r.Store.SetLastFull(key, r.now())
+	if o.compared && !o.dryRun {
+		// Every object was read, compared and, where it differed, put back.
+		r.Store.SetLastFull(key, o.started)
+	}
+	if o.dryRun {
+		// Drift is only reported now: the first sync that writes again
+		// compares every object.
+		r.Store.SetCompareAll(key)
+	}
+	o.lastCompared, _ = r.Store.LastFull(key)
+	if o.compared {
+		o.lastCompared = o.started // a dry run compared every object too
 	}
 	o.duration = time.Since(o.started)
 	return o
+}
+
+// mustCompare reports whether the next sync of s compares every object
+// with the cluster, as the first sync after a start does, whatever the
+// watches say: a sync was requested (driftless reconcile), or the Sync was
+// seen unable to write since its last full comparison (Store.CompareAll:
+// suspended, a dry run, selfHeal off) — so the sync after a resume, a
+// switch from DryRun to Apply or selfHeal turned on puts back what
+// changed meanwhile. Other spec changes do not: they cost what a new
+// revision costs.
+func (r *SyncReconciler) mustCompare(s *v1alpha1.Sync) bool {
+	return requestPending(s) || r.Store.CompareAll(s.Namespace+"/"+s.Name)
+}
+
+// comparedMarks returns the objects of marked that a sync compared with
+// the cluster and settled: every object it wrote or found equal, and for
+// a dry run only those found equal (a drift it reported is still to be
+// put back).
+func comparedMarks(marked map[plan.ID]bool, changes apply.ChangeSet, dryRun bool) []plan.ID {
+	var ids []plan.ID
+	for _, c := range changes {
+		if marked[c.ID] && (!dryRun || c.Action == apply.Unchanged) {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// revertedDrift words the drift a sync put back: each object whose render
+// was what had been applied before (so git did not change it) and that
+// the sync configured, with the fields it changed, from what to what and
+// who had changed them, as a drift check's incident says it. Values from
+// Secrets are masked.
+func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]render.Object) []string {
+	var out []string
+	for _, c := range changes {
+		if c.Action != apply.Configured || c.Live == nil || c.Applied == nil {
+			continue
+		}
+		obj := byID[c.ID]
+		fields := drift.Attribute(obj.Object, c.Applied, c.Live, apply.FieldManager)
+		if len(obj.SecretVariables) > 0 || obj.Decrypted {
+			fields = drift.Masked(fields)
+		}
+		parts := make([]string, 0, len(fields))
+		for i, f := range fields {
+			if i == maxDriftFields {
+				parts = append(parts, fmt.Sprintf("… and %d more fields", len(fields)-maxDriftFields))
+				break
+			}
+			parts = append(parts, f.Bound().String())
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "fields git sets were changed")
+		}
+		out = append(out, c.ID.String()+" "+strings.Join(parts, "; "))
+	}
+	return out
 }
 
 // uncertain returns the objects a failed sync leaves no drift check may
@@ -485,25 +602,33 @@ func appliedGeneration(st *v1alpha1.SyncStatus) int64 {
 }
 
 // knownUnchanged returns, when it is safe, a test for objects whose
-// render is the same as the one last applied: the Sync is Ready and not
-// drifted, its objects are watched (so a change in the cluster would have
-// been seen and reverted), and its last full comparison is recent. Such
-// objects are reported Unchanged without a request. Otherwise nil: every
-// object is compared.
-func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, w *Writer) func(plan.Step) bool {
-	if !s.SelfHealEnabled() || !r.watchedAndRecent(s) {
+// render is the same as the one last applied (same): the Sync is Ready
+// and not drifted, its objects are watched (so a change in the cluster
+// would have been seen and reverted), its last full comparison is recent,
+// and nothing asks for a comparison (mustCompare). Such objects are
+// reported Unchanged without a request, except those marked to check.
+// Otherwise nil: every object is compared.
+func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, same func(plan.ID) bool, marked map[plan.ID]bool) func(plan.Step) bool {
+	if !s.SelfHealEnabled() || r.mustCompare(s) || !r.watchedAndRecent(s) {
 		return nil
 	}
+	return func(step plan.Step) bool { return !marked[step.ID] && same(step.ID) }
+}
+
+// sameAsApplied returns a test for objects of byID (the render) that are
+// what the Sync last applied (w, the sync's hold on its gate): the
+// render's JSON equal to what was applied, told without decoding it (at
+// 10,000 objects, decoding each one again cost a one-object commit most of
+// a second), or else the same object once decoded.
+func sameAsApplied(w *Writer, byID map[plan.ID]render.Object) func(plan.ID) bool {
 	rendered := w.RenderedJSON()
-	return func(step plan.Step) bool {
-		// The render's JSON equal to what was applied: the same object,
-		// told without decoding it (at 10,000 objects, decoding each one
-		// again cost a one-object commit most of a second).
-		if w.AppliedJSONEquals(step.ID, rendered[step.ID]) {
+	return func(id plan.ID) bool {
+		if w.AppliedJSONEquals(id, rendered[id]) {
 			return true
 		}
-		prev, ok := w.Applied(step.ID)
-		return ok && apply.Equal(prev.Object, step.Object.Object)
+		prev, ok := w.Applied(id)
+		obj, desired := byID[id]
+		return ok && desired && apply.Equal(prev.Object, obj.Object)
 	}
 }
 
