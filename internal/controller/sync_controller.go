@@ -186,7 +186,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if (o.noop(&s.Status) || o.sameReport(&s.Status)) && s.Status.ObservedGeneration == s.Generation && !requestPending(&s) &&
 		(len(s.Status.Inventory) == 0 || o.inventory == nil) && o.inventoryLost == "" {
 		logger.V(1).Info("in sync", "revision", o.revision, "unchanged", o.changes.Count(apply.Unchanged))
-		if o.compared && !o.dryRun {
+		if o.compared && !o.dryRun && r.comparedLongAgo(&s.Status, o.started) {
 			// Nothing to record but the comparison: say when it was.
 			if err := r.writeCompared(ctx, &s, o); err != nil {
 				return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
@@ -272,6 +272,19 @@ func (r *SyncReconciler) patchStatus(ctx context.Context, s *v1alpha1.Sync, patc
 		first = false
 		return patch()
 	})
+}
+
+// comparedLongAgo reports whether the status's record of the last full
+// comparison is missing or at least half a FullResync older than now. A
+// comparison that found nothing is recorded only then: an agent restarted
+// over Syncs in sync writes nothing (the recorded time stays true: every
+// live object was compared then), and the hourly comparison is recorded.
+func (r *SyncReconciler) comparedLongAgo(st *v1alpha1.SyncStatus, now time.Time) bool {
+	full := r.FullResync
+	if full <= 0 {
+		full = DefaultOptions().FullResync
+	}
+	return st.LastComparedAt == nil || now.Sub(st.LastComparedAt.Time) >= full/2
 }
 
 // writeCompared records that a sync which changed nothing compared every
