@@ -81,6 +81,10 @@ var (
 	codeSpan   = regexp.MustCompile("`+[^`]*`+")
 	heading    = regexp.MustCompile(`^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$`)
 	textLink   = regexp.MustCompile(`!?\[([^\]]*)\]\([^)]*\)`)
+	// htmlAnchor is an explicit anchor, <a id="x"></a> or <a name="x">,
+	// which GitHub keeps (it prefixes it with user-content- and resolves
+	// #x to it).
+	htmlAnchor = regexp.MustCompile(`<a\s+(?:id|name)="([^"]+)"`)
 )
 
 type link struct {
@@ -124,10 +128,14 @@ func forEachLine(text string, fn func(n int, line string)) {
 // code spans lose their backticks), lowercased, without any character
 // but letters, digits, spaces, hyphens and underscores, spaces turned into
 // hyphens; a second heading with the same anchor gets "-1", a third "-2".
+// Explicit anchors (<a id="x">) outside code blocks count too.
 func headingAnchors(text string) map[string]bool {
 	anchors := map[string]bool{}
 	counts := map[string]int{}
 	forEachLine(text, func(_ int, line string) {
+		for _, a := range htmlAnchor.FindAllStringSubmatch(codeSpan.ReplaceAllString(line, ""), -1) {
+			anchors[a[1]] = true
+		}
 		m := heading.FindStringSubmatch(line)
 		if m == nil {
 			return
@@ -159,14 +167,15 @@ func githubSlug(title string) string {
 
 func TestGitHubAnchors(t *testing.T) {
 	text := "# Sync\n## 3. The agent\n### `spec.chart` and [links](x.md)\n" +
-		"```sh\n# not a heading\n```\n## Limits\n## Limits\n## Limits\n## What's new — café_1 ##\n"
+		"```sh\n# not a heading\n<a id=\"in-code\"></a>\n```\n## Limits\n## Limits\n## Limits\n## What's new — café_1 ##\n" +
+		"<a id=\"own-writes\"></a>**The agent's own writes.**\n"
 	got := headingAnchors(text)
-	for _, want := range []string{"sync", "3-the-agent", "specchart-and-links", "limits", "limits-1", "limits-2", "whats-new--café_1"} {
+	for _, want := range []string{"sync", "3-the-agent", "specchart-and-links", "limits", "limits-1", "limits-2", "whats-new--café_1", "own-writes"} {
 		if !got[want] {
 			t.Errorf("no anchor %q in %v", want, got)
 		}
 	}
-	if got["not-a-heading"] {
-		t.Error("a comment in a code block became a heading")
+	if got["not-a-heading"] || got["in-code"] {
+		t.Error("a comment or an anchor in a code block became an anchor")
 	}
 }
