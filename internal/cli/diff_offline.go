@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -16,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
@@ -56,6 +58,7 @@ func offlineDiff(ctx context.Context, o *diffOptions) (*diffReport, error) {
 	}
 	r := newDiffReport(from.label, to.label)
 	r.decrypted = decryptedIDs(before, after)
+	r.secrets = engine.Redactor(nil, append(slices.Clip(before), after...))
 	if err := r.compare(before, after); err != nil {
 		return nil, err
 	}

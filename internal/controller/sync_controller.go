@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"k8s.io/client-go/discovery"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/redact"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/source"
@@ -258,11 +258,12 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o ou
 // stops; nothing is pruned unless fetch, render and apply succeeded.
 func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity) outcome {
 	o := outcome{started: time.Now()}
-	// vars are the Sync's variables once read: an error that quotes an
-	// object (the API server echoes invalid values) is masked with them.
-	var vars map[string]render.Variable
+	// secrets are the Secret-derived values known so far (the Sync's
+	// variables, then its render's): every error is masked with them,
+	// since the API server echoes invalid values.
+	var secrets *redact.Set
 	fail := func(reason string, err error) outcome {
-		o.reason, o.err = reason, engine.MaskSecrets(err, vars)
+		o.reason, o.err = reason, secrets.Error(err)
 		o.duration = time.Since(o.started)
 		return o
 	}
@@ -280,10 +281,11 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 	o.movedBack = movedBack(s, o.revision)
 	// Read every sync: a changed ConfigMap or Secret re-renders.
-	vars, err = engine.Variables(ctx, r.Reader, s)
+	vars, err := engine.Variables(ctx, r.Reader, s)
 	if err != nil {
 		return fail(variablesFailure(err), err)
 	}
+	secrets = engine.Redactor(vars, nil)
 	keys, err := engine.DecryptionKeys(ctx, r.Reader, s, r.DefaultAgeKey)
 	if err != nil {
 		return fail(keysFailure(err), err)
@@ -307,6 +309,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(reason, err)
 	}
+	secrets = engine.Redactor(vars, objects)
 	previous, unreadable, err := r.inventoryOf(ctx, s)
 	if err != nil {
 		return fail(v1alpha1.ReasonApplyFailed, err)
@@ -325,6 +328,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// included, so that the objects compared are the objects written),
 	// except while waiting for health.
 	w := r.Store.BeginWrite(key, s.UID)
+	w.SetSecrets(secrets)
 	released := false
 	defer func() {
 		if !released {
@@ -397,7 +401,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		if errors.Is(res.Err, errSuperseded) {
 			return fail(v1alpha1.ReasonProgressing, res.Err)
 		}
-		return fail(res.Reason, hideDecrypted(res.Err, byID))
+		return fail(res.Reason, res.Err)
 	}
 	if !o.dryRun {
 		r.Store.SetLastFull(key, r.now())
@@ -433,22 +437,6 @@ func variablesFailure(err error) string {
 		return v1alpha1.ReasonFetchFailed
 	}
 	return v1alpha1.ReasonBuildFailed
-}
-
-// hideDecrypted returns err with its text hidden when it names an object
-// that holds values decrypted from git: the API server may quote them.
-func hideDecrypted(err error, byID map[plan.ID]render.Object) error {
-	var names []string
-	for _, id := range apply.FailedIDs(err) {
-		if byID[id].Decrypted {
-			names = append(names, id.String())
-		}
-	}
-	if len(names) == 0 {
-		return err
-	}
-	return fmt.Errorf("%s failed; the error is not shown because they hold values decrypted from git (try the object without its encrypted values, or apply it by hand from a decrypted copy): %w",
-		strings.Join(names, ", "), errHidden{err})
 }
 
 // keysFailure is the Ready reason of a failure to read the Sync's key
