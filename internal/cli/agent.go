@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -51,13 +52,15 @@ type agentOptions struct {
 	syncInterval time.Duration
 	insecureHost bool
 
-	leaderElect    bool
-	leaseDuration  time.Duration
-	renewDeadline  time.Duration
-	retryPeriod    time.Duration
-	metricsAddr    string
-	probeAddr      string
-	logFormat      string
+	leaderElect   bool
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	metricsAddr   string
+	probeAddr     string
+	logFormat     string
+	// logTo is where the log goes: the command's standard error.
+	logTo          io.Writer
 	cacheDir       string
 	concurrent     int
 	dryRun         bool
@@ -115,6 +118,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.leaderElectOn = cmd.Flags().Changed("leader-elect")
+			o.logTo = cmd.ErrOrStderr()
 			ctx, stop := withShutdownSignals(cmd.Context())
 			defer stop()
 			return runAgent(ctx, o)
@@ -172,11 +176,14 @@ func withShutdownSignals(parent context.Context) (context.Context, context.Cance
 // runAgent runs the agent until ctx is done. It returns nil after a clean
 // shutdown.
 func runAgent(ctx context.Context, o *agentOptions) error {
+	if o.logTo == nil {
+		o.logTo = os.Stderr
+	}
 	switch o.logFormat {
 	case "json":
-		ctrl.SetLogger(zap.New(zap.JSONEncoder()))
+		ctrl.SetLogger(zap.New(zap.JSONEncoder(), zap.WriteTo(o.logTo)))
 	case "text":
-		ctrl.SetLogger(zap.New(zap.ConsoleEncoder()))
+		ctrl.SetLogger(zap.New(zap.ConsoleEncoder(), zap.WriteTo(o.logTo)))
 	default:
 		return fmt.Errorf("unknown --log-format %q: use text or json", o.logFormat)
 	}
