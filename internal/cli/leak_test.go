@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,24 +32,6 @@ import (
 	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/testenv"
 )
-
-// lockedBuffer is an io.Writer the agent logs to while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // The leak test: 20 Secret values (redacttest.Values: quotes,
 // backslashes, newlines, unicode, a 4 KiB PEM block, JSON, a number…),
@@ -123,7 +104,7 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 	})
 
 	// Loopback receivers: a generic webhook and a Gitea forge.
-	var received lockedBuffer
+	var received syncBuffer
 	receiver := func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		fmt.Fprintf(&received, "%s %s\n%s\n", r.Method, r.URL.Path, body)
@@ -144,7 +125,7 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var agentLog lockedBuffer
+	var agentLog syncBuffer
 	a := startAgentLogging(t, &agentLog,
 		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
 		"--namespace", agentNS,
@@ -286,22 +267,6 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 	if err := a.stop(); err != nil {
 		t.Errorf("the agent did not shut down cleanly: %v", err)
 	}
-}
-
-// startAgentLogging runs `driftless agent args...` with its log (its
-// standard error) in log.
-func startAgentLogging(t *testing.T, log io.Writer, args ...string) *runningAgent {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &runningAgent{t: t, cancel: cancel, done: make(chan struct{})}
-	cmd := NewRootCommand(log, log)
-	cmd.SetArgs(append([]string{"agent"}, args...))
-	go func() {
-		defer close(a.done)
-		a.err = cmd.ExecuteContext(ctx)
-	}()
-	t.Cleanup(func() { _ = a.stop() })
-	return a
 }
 
 // cliOutput runs a driftless command and returns all it printed.
