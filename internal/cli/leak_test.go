@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -51,10 +52,13 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 	agentNS := env.Namespace(t)
 	ns := env.Namespace(t)
 
-	// The tenant's ServiceAccount, admin of its namespace only.
+	// The tenant's ServiceAccount, admin of its namespace only (a Role:
+	// the aggregated ClusterRole admin is empty without a controller-manager).
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "syncer"}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "syncer"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "syncer"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa.Name}}}
 	vars := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vars"}, Data: map[string][]byte{}}
 	for i, v := range values {
@@ -66,7 +70,7 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 	}
 	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sops-key"},
 		Data: map[string][]byte{"age.agekey": []byte(id.String())}}
-	for _, obj := range []client.Object{sa, binding, vars, key} {
+	for _, obj := range []client.Object{sa, role, binding, vars, key} {
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
@@ -152,9 +156,13 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 	}
 	names := []string{"good", "badvars", "badsops"}
 	for _, name := range names {
-		if err := c.Create(ctx, newSync(name, name)); err != nil {
-			t.Fatal(err)
-		}
+		// The agent installs the Sync CRD as it starts.
+		a.eventually("Sync "+name+" is created", func() string {
+			if err := c.Create(ctx, newSync(name, name)); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err.Error()
+			}
+			return ""
+		})
 	}
 	readyIs := func(name string, want metav1.ConditionStatus) func() string {
 		return func() string {
