@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -179,11 +180,12 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if o.logTo == nil {
 		o.logTo = os.Stderr
 	}
+	var encoder zap.Opts
 	switch o.logFormat {
 	case "json":
-		ctrl.SetLogger(zap.New(zap.JSONEncoder(), zap.WriteTo(o.logTo)))
+		encoder = zap.JSONEncoder()
 	case "text":
-		ctrl.SetLogger(zap.New(zap.ConsoleEncoder(), zap.WriteTo(o.logTo)))
+		encoder = zap.ConsoleEncoder()
 	default:
 		return fmt.Errorf("unknown --log-format %q: use text or json", o.logFormat)
 	}
@@ -219,6 +221,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return fmt.Errorf("--cluster-name %q: give a name without spaces or slashes, such as prod-eu", o.clusterName)
 	}
 	notifications.Cluster = o.clusterName
+	agentLog.set(o.logTo)
+	defer agentLog.set(io.Discard)
+	setAgentLogger.Do(func() { ctrl.SetLogger(zap.New(encoder, zap.WriteTo(agentLog))) })
 	cfg, inCluster, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -472,4 +477,34 @@ func trustedProxies(cidrs []string) []netip.Prefix {
 		}
 	}
 	return out
+}
+
+// agentLog is where the agent logs. controller-runtime keeps the first
+// logger a process sets (ctrl.SetLogger fulfils its loggers once), so the
+// agent sets it once, writing here, and each run points agentLog at its
+// own writer (the command's standard error) while it runs: a production
+// process runs the agent once; a test binary runs it many times, each
+// test keeping its agent's log. The format is the first run's.
+var (
+	agentLog       = &logSwitch{w: io.Discard}
+	setAgentLogger sync.Once
+)
+
+// logSwitch writes to its current writer, one write at a time (the
+// writer may be a plain buffer).
+type logSwitch struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *logSwitch) set(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
+}
+
+func (s *logSwitch) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
