@@ -210,16 +210,23 @@ type agentProcess struct {
 	done    chan error
 }
 
+// loopbackAddr is a loopback address with a port the kernel just handed
+// out and took back, free for a server to listen on.
+func loopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
 // startAgentProcess starts bin as `driftless agent` with the control
 // plane's admin kubeconfig, its metrics on a loopback port, its cache and
 // log under dir.
 func startAgentProcess(bin string, env *testenv.Env, dir string) (*agentProcess, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopbackAddr()
 	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
 		return nil, err
 	}
 	p := &agentProcess{log: filepath.Join(dir, "agent.log"), metrics: "http://" + addr + "/metrics", done: make(chan error, 1)}

@@ -61,6 +61,9 @@ type options struct {
 	agentMemoryOnly bool
 	// agentBinary is a driftless binary to measure instead of building one.
 	agentBinary string
+	// admissionWrites is how many writes the admission webhook case
+	// times with the webhook, and as many without; 0 skips it.
+	admissionWrites int
 }
 
 func main() {
@@ -88,6 +91,7 @@ func main() {
 	fs.BoolVar(&o.agentMemory, "agent-memory", true, "measure the RSS of the driftless agent binary as a process of its own (peak over its first syncs, steady after), on one Sync of the largest size's objects and on -syncs Syncs of 10 objects; -agent-memory=false skips it")
 	fs.BoolVar(&o.agentMemoryOnly, "agent-memory-only", false, "run only the agent process's memory case, at the largest of -sizes and with -syncs Syncs")
 	fs.StringVar(&o.agentBinary, "agent-binary", "", "the driftless binary the agent process case runs; empty builds ./cmd/driftless from this checkout")
+	fs.IntVar(&o.admissionWrites, "admission-writes", 400, "writes of a managed object timed with the admission webhook (--admission-warnings) registered, and as many without, in alternating rounds; 0 skips the case")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
 	chart := fs.String("chart", "", "only render the SVG chart of this results JSON next to it, and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
@@ -193,8 +197,10 @@ type results struct {
 	// of its own, at each shape run.
 	AgentMemory []agentMemory `json:"agent_memory,omitempty"`
 	Overlays    *overlays     `json:"overlays,omitempty"`
-	Summary     string        `json:"summary"`
-	Seconds     float64       `json:"seconds"`
+	// Admission is the admission webhook's cost to a write.
+	Admission *admissionCost `json:"admission,omitempty"`
+	Summary   string         `json:"summary"`
+	Seconds   float64        `json:"seconds"`
 }
 
 func run(ctx context.Context, o options) error {
@@ -254,6 +260,14 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%d Syncs: %w", o.syncs, err)
 		}
 		res.Fleet = f
+	}
+	if o.admissionWrites > 0 && !o.agentMemoryOnly {
+		fmt.Fprintln(os.Stderr, "== the admission webhook's cost to a write")
+		a, err := runAdmission(ctx, o, o.admissionWrites)
+		if err != nil {
+			return fmt.Errorf("admission webhook: %w", err)
+		}
+		res.Admission = a
 	}
 	if o.agentMemory && bin != "" {
 		if err := runAgentMemories(ctx, o, bin, res); err != nil {

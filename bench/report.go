@@ -104,6 +104,11 @@ func printReport(out io.Writer, res *results) {
 			fmt.Sprintf("%s / %s", secs(c.Applied), secs(c.AllReady)),
 			fmt.Sprintf("woke %d; %d fetches, %d ls-remotes, %.0f renders, %d writes", c.Woken, c.Fetches, c.LsRemotes, c.Renders, c.Writes), "1 render")
 	}
+	if a := res.Admission; a != nil {
+		row("1", fmt.Sprintf("a merge patch of a managed object, admission webhook registered / unregistered, %d writes each in %d alternating rounds: p50", a.With.N, a.Rounds),
+			fmt.Sprintf("**%.1f / %.1f ms (%.2f×)**", a.With.P50, a.Without.P50, a.RatioP50),
+			fmt.Sprintf("p99 %.1f / %.1f ms (%.2f×)", a.With.P99, a.Without.P99, a.RatioP99), "")
+	}
 	for _, m := range res.AgentMemory {
 		per := fmt.Sprintf("per 1,000 objects above idle: peak +%.1f, steady +%.1f MiB", m.PeakPerThousand, m.SteadyPerThousand)
 		if m.Syncs > 1 {

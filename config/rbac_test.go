@@ -63,7 +63,10 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		// applies the agent's ValidatingWebhookConfiguration.
 		rule("admissionregistration.k8s.io", "validatingwebhookconfigurations", "create,patch"),
 		// engine.SourceRequest (git secretRef), engine.Variables
-		// (substituteFrom), receiver (webhook Secret): one Get each.
+		// (substituteFrom) and the rest of what the Syncs of the agent's
+		// namespace name (a tenant Sync's are read as its ServiceAccount),
+		// receiver (the webhook Secret, and each namespace's
+		// driftless-webhook Secret per TTL): one Get each.
 		rule("", "secrets,configmaps", "get"),
 		// the Sync and drift reconcilers' EventRecorder (events.k8s.io).
 		rule("events.k8s.io", "events", "create,patch"),
@@ -148,11 +151,14 @@ func TestTheAgentRunsWithOnlyTheShippedRBAC(t *testing.T) {
 	t.Cleanup(func() { _ = cl.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}}) })
 	installRBAC(t, cl, ns)
 
-	// The team's account may write ConfigMaps in its namespace only.
+	// The team's account may write ConfigMaps in its namespace only, and
+	// get the Secret its Sync names (read as the account).
+	vars := rule("", "secrets", "get")
+	vars.ResourceNames = []string{"vars"}
 	mustCreate(t, cl,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: team}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: team},
-			Rules: []rbacv1.PolicyRule{rule("", "configmaps", "get,list,watch,create,update,patch,delete")}},
+			Rules: []rbacv1.PolicyRule{rule("", "configmaps", "get,list,watch,create,update,patch,delete"), vars}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: team},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "deployer"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "deployer", Namespace: team}}},

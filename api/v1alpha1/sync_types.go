@@ -46,6 +46,11 @@ const (
 	// ReasonVerificationFailed: the revision (or its tag) is not signed
 	// by a key of spec.source.git.verify, or those keys cannot be read.
 	ReasonVerificationFailed = "VerificationFailed"
+	// ReasonAccessDenied: a Sync outside the agent's namespace names a
+	// Secret or ConfigMap (spec.source.git.secretRef, substituteFrom,
+	// decryption, a HelmChart's valuesFrom or chart secretRef) that its
+	// ServiceAccount may not get; nothing of the revision is written.
+	ReasonAccessDenied = "AccessDenied"
 )
 
 // Event reasons of a Sync's deletion (see SyncSpec.DeletionPolicy).
@@ -489,6 +494,13 @@ type SyncStatus struct {
 	// this is not, so a spec change is applied once it can be.
 	// +optional
 	LastAppliedGeneration int64 `json:"lastAppliedGeneration,omitempty"`
+	// LastComparedAt is when a sync last compared every live object of
+	// the Sync with git (reading each one, as the first sync after a
+	// start, a resume, a switch to Apply, `driftless reconcile` and the
+	// full resync do). Syncs in between trust the drift watches for objects
+	// git did not change; the Drifted condition says which it was.
+	// +optional
+	LastComparedAt *metav1.Time `json:"lastComparedAt,omitempty"`
 	// LastAttemptedRevision is the revision of the last attempt.
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`

@@ -848,6 +848,10 @@ func (in *SyncStatus) DeepCopyInto(out *SyncStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.LastComparedAt != nil {
+		in, out := &in.LastComparedAt, &out.LastComparedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.InventoryRef != nil {
 		in, out := &in.InventoryRef, &out.InventoryRef
 		*out = new(InventoryRef)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // TestUpThenDownLeavesNothingBehind drives hack/local-cluster.sh the way a
@@ -24,7 +26,7 @@ import (
 // port they listen on.
 func TestUpThenDownLeavesNothingBehind(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not available")
+		testenv.MissingTool(t, "bash is not installed: hack/local-cluster.sh is not tested")
 	}
 	dir := t.TempDir()
 	script, _ := filepath.Abs("../local-cluster.sh")
@@ -133,7 +135,7 @@ func TestUpThenDownLeavesNothingBehind(t *testing.T) {
 // instead of leaving it running detached.
 func TestInterruptedUpLeavesNothingBehind(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not available")
+		testenv.MissingTool(t, "bash is not installed: hack/local-cluster.sh is not tested")
 	}
 	dir := t.TempDir()
 	script, _ := filepath.Abs("../local-cluster.sh")

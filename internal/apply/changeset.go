@@ -36,9 +36,10 @@ type Change struct {
 	// (created by hand, or by Flux v1) and this change made it the Sync's.
 	Adopted bool
 	// Live and Applied are the object in the cluster before the change
-	// (nil when it did not exist) and as it would be after it. Only dry
-	// runs fill them, for diffs; they may hold Secret data, so views must
-	// mask it.
+	// (nil when it did not exist) and as it would be after it. Dry runs
+	// and ApplyOne fill them, and Apply for the objects Options.Keep
+	// names, for diffs and attribution; they may hold Secret data, so
+	// views must mask it.
 	Live, Applied *unstructured.Unstructured
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/internal/plan"
@@ -34,6 +35,16 @@ type Options struct {
 	// with nothing written. The engine records its write-ahead inventory
 	// there.
 	BeforeWrite func(context.Context) error
+	// Written, when set, is told of every object written, as the API
+	// server returned it (its UID and the resourceVersion of this write):
+	// the agent recognises its own writes by it (drift.Writes). It must
+	// be safe for concurrent use and must not keep obj.
+	Written func(obj *unstructured.Unstructured)
+	// Keep, when set, names objects whose Change keeps the object before
+	// and after (Live, Applied) when it is Configured, as a dry run's
+	// does: the agent words a drift a sync put back with them. Other
+	// written objects keep neither, to bound what a large sync holds.
+	Keep func(plan.ID) bool
 }
 
 // WaitOptions say when Apply waits for the objects of a wave to be

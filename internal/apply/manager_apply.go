@@ -259,11 +259,11 @@ func (m *Manager) dryRunAll(ctx context.Context, steps []plan.Step, newNamespace
 		if r.err != nil && canDefer(r.err, s, newNamespaces, newKinds) {
 			return checked{step: s, deferred: true}
 		}
-		if !m.opts.DryRun {
+		if !m.opts.DryRun && (r.action != Configured || m.opts.Keep == nil || !m.opts.Keep(s.ID)) {
 			// Only a dry run's report shows the objects before and
-			// after; a write needs neither, and the server's answers
-			// for every object of a large plan are the most this
-			// process holds at once.
+			// after (and a write the caller asked to Keep); a write
+			// needs neither, and the server's answers for every object
+			// of a large plan are the most this process holds at once.
 			r.live, r.applied = nil, nil
 		}
 		return r
@@ -525,7 +525,7 @@ func (m *Manager) write(ctx context.Context, results []checked) (ChangeSet, erro
 		case errs[i] != nil:
 			failures = append(failures, &ObjectError{ID: r.step.ID, Origin: origin, Err: fmt.Errorf("apply failed: %w", errs[i])})
 		case written[i]:
-			cs = append(cs, Change{ID: r.step.ID, Origin: origin, Action: r.action, Reason: r.reason, Adopted: r.adopted})
+			cs = append(cs, Change{ID: r.step.ID, Origin: origin, Action: r.action, Reason: r.reason, Adopted: r.adopted, Live: r.live, Applied: r.applied})
 		}
 	}
 	if !failed && len(cs) < len(results) {
@@ -643,8 +643,14 @@ func (m *Manager) writeOne(ctx context.Context, r checked) error {
 		}
 	}
 	obj := r.desired.DeepCopy()
-	return m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-		client.FieldOwner(m.opts.FieldManager), client.ForceOwnership)
+	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(m.opts.FieldManager), client.ForceOwnership); err != nil {
+		return err
+	}
+	if m.opts.Written != nil {
+		m.opts.Written(obj) // the server's answer: this write's resourceVersion
+	}
+	return nil
 }
 
 func (m *Manager) deleteAndWait(ctx context.Context, obj *unstructured.Unstructured) error {

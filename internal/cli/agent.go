@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,7 @@ import (
 	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/source"
 )
 
 // agentOptions are the flags of `driftless agent`.
@@ -63,6 +65,7 @@ type agentOptions struct {
 	// logTo is where the log goes: the command's standard error.
 	logTo          io.Writer
 	cacheDir       string
+	cacheMaxSize   string
 	concurrent     int
 	dryRun         bool
 	fullResync     time.Duration
@@ -81,6 +84,7 @@ type agentOptions struct {
 	defaultServiceAccount string
 	noCrossNamespaceRefs  bool
 	allowFileURLs         bool
+	tenantSourceHosts     []string
 	admission             bool
 	admissionAddr         string
 	admissionURL          string
@@ -145,6 +149,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz; 0 disables them")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.cacheDir, "cache-dir", defaults.CacheDir, "directory for git mirrors: one per repository and credentials, shared by the Syncs that read it, with a tree per revision")
+	f.StringVar(&o.cacheMaxSize, "cache-max-size", resource.NewQuantity(defaults.CacheMaxSize, resource.BinarySI).String(), "bound on the git mirrors and charts in --cache-dir (a quantity: 2Gi, 512Mi; 0 for none): past it, the least recently used mirror or chart not in use is removed after each fetch, and fetched again when needed")
 	f.IntVar(&o.concurrent, "concurrent", defaults.Concurrency, "Syncs reconciled at the same time, and drifted objects checked at the same time (each sync mostly waits for the API server and git, so more than the cores pays off for fleets of many Syncs)")
 	f.Float32Var(&o.qps, "kube-api-qps", controller.DefaultKubeAPIQPS, "requests per second the agent may send to the API server (client side; the server's priority and fairness still applies)")
 	f.IntVar(&o.burst, "kube-api-burst", controller.DefaultKubeAPIBurst, "burst of requests above --kube-api-qps")
@@ -154,6 +159,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.defaultServiceAccount, "default-service-account", "", "ServiceAccount (of the Sync's own namespace) a Sync outside the agent's namespace acts as when it names none in spec.serviceAccountName; empty refuses such Syncs (Stalled, ServiceAccountRequired) (docs/security.md)")
 	f.BoolVar(&o.noCrossNamespaceRefs, "no-cross-namespace-refs", true, "refuse (InvalidSpec) a Sync outside the agent's namespace whose spec.dependsOn names another namespace")
 	f.BoolVar(&o.allowFileURLs, "allow-file-urls", false, "let Syncs outside the agent's namespace use file:// sources, which read the agent's filesystem (tests, demos); without it only the agent's namespace may")
+	f.StringSliceVar(&o.tenantSourceHosts, "tenant-source-hosts", nil, "comma-separated host patterns (github.com, *.corp.example) that Syncs outside the agent's namespace may fetch git repositories, charts (repository, registry and the download URLs of an index) and remote Kustomize bases from; any other host is refused, naming it (docs/security.md); empty allows every host")
 	f.StringVar(&o.webhookAddr, "webhook-bind-address", "", "address of the webhook receiver (/hooks/github, /hooks/gitlab, /hooks/gitea, /hooks/bitbucket, /hooks/generic), such as :9292: a push wakes the Syncs that follow the pushed branch or tag at once (docs/webhooks.md); empty disables it")
 	f.StringVar(&o.webhookSecret, "webhook-secret", "", "Secret in the agent's namespace with the webhook secrets: one key per provider (github, gitlab, gitea, bitbucket, generic), or the key token for all; required with --webhook-bind-address")
 	f.StringVar(&o.sopsAgeKey, "sops-age-key-secret", "", "Secret, as namespace/name, whose *.agekey entries decrypt SOPS files for the Syncs in its namespace that set no spec.decryption.secretRef (the root Sync); empty means none (docs/secrets.md)")
@@ -197,6 +203,14 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	if o.retryPeriod <= 0 || o.retryPeriod >= o.renewDeadline || o.renewDeadline >= o.leaseDuration {
 		return fmt.Errorf("leader election: --leader-elect-retry-period %s, --leader-elect-renew-deadline %s, --leader-elect-lease-duration %s: each must be shorter than the next",
 			o.retryPeriod, o.renewDeadline, o.leaseDuration)
+	}
+	cacheMaxSize, err := resource.ParseQuantity(o.cacheMaxSize)
+	if err != nil || cacheMaxSize.Sign() < 0 {
+		return fmt.Errorf("--cache-max-size %q: write a size such as 2Gi or 512Mi (0 for no bound)", o.cacheMaxSize)
+	}
+	sourceHosts, err := source.ParseHosts(o.tenantSourceHosts)
+	if err != nil {
+		return fmt.Errorf("--tenant-source-hosts: %w", err)
 	}
 	if o.webhookAddr != "" && o.webhookSecret == "" {
 		return fmt.Errorf("--webhook-bind-address needs --webhook-secret: name the Secret in the agent's namespace that holds the webhook secrets (docs/webhooks.md)")
@@ -287,6 +301,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	}
 	syncs, err := controller.Setup(mgr, controller.Options{
 		CacheDir:      o.cacheDir,
+		CacheMaxSize:  cacheMaxSize.Value(),
 		DryRun:        o.dryRun,
 		Concurrency:   o.concurrent,
 		FullResync:    o.fullResync,
@@ -299,6 +314,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 			DefaultServiceAccount: o.defaultServiceAccount,
 			CrossNamespaceRefs:    !o.noCrossNamespaceRefs,
 			FileURLs:              o.allowFileURLs,
+			SourceHosts:           sourceHosts,
 		},
 		DefaultAgeKey: ageKey,
 	})
@@ -308,6 +324,7 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 	imageOpts := imagecontroller.DefaultOptions()
 	imageOpts.CacheDir = o.cacheDir
 	imageOpts.Mirror = syncs.Mirror()
+	imageOpts.ReaderOf = syncs.ReaderOf
 	imageOpts.AgentNamespace = o.namespace
 	if err := imagecontroller.Setup(mgr, imageOpts); err != nil {
 		return err

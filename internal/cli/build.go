@@ -178,7 +178,7 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 		if err != nil {
 			return nil, nil, fmt.Errorf("directory for remote bases: %w", err)
 		}
-		defer os.RemoveAll(dir)
+		defer source.RemoveTree(dir)
 		remote = &engine.RemoteBases{Mirror: &source.Mirror{Dir: dir}, FileURLs: true}
 	}
 	if o.sync == "" {

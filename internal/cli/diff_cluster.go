@@ -139,7 +139,7 @@ func renderSyncRevision(ctx context.Context, c client.Reader, s *v1alpha1.Sync, 
 	if err != nil {
 		return nil, "", err
 	}
-	defer os.RemoveAll(tmp)
+	defer source.RemoveTree(tmp)
 	objects, _, err := engine.Render(ctx, s, req, rev, filepath.Join(tmp, "checkout"), opts)
 	if err != nil {
 		return nil, "", err

@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,8 +11,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftless/driftless/internal/engine"
@@ -36,7 +32,7 @@ func offlineDiff(ctx context.Context, o *diffOptions) (*diffReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer source.RemoveTree(tmp)
 	repo, err := openRepo(o.repo)
 	if err != nil {
 		return nil, err
@@ -142,7 +138,7 @@ func (r *offlineRepo) checkout(ctx context.Context, flag, ref, dir string) (*dif
 			return nil, fmt.Errorf("%s %q is not a branch, tag or commit of %s: %w", flag, ref, r.dir, err)
 		}
 		co.revision = hash.String()
-		if err := writeTree(r.local, hash, dir); err != nil {
+		if err := source.WriteTree(r.local.Storer, hash, dir, source.TreeLimits{}); err != nil {
 			return nil, fmt.Errorf("%s %q: read commit %s of %s: %w", flag, ref, source.Short(co.revision), r.dir, err)
 		}
 	} else {
@@ -205,55 +201,6 @@ func peelToCommit(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) 
 		return c.Hash, nil
 	}
 	return h, nil
-}
-
-// writeTree writes the files of commit hash of repo into dir, which it
-// creates. Symbolic links are written as links (render refuses those that
-// leave the tree); submodules are left out.
-func writeTree(repo *git.Repository, hash plumbing.Hash, dir string) error {
-	commit, err := repo.CommitObject(hash)
-	if err != nil {
-		return err
-	}
-	tree, err := commit.Tree()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	return tree.Files().ForEach(func(f *object.File) error {
-		name := filepath.FromSlash(f.Name)
-		if err := root.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-			return err
-		}
-		switch f.Mode {
-		case filemode.Submodule:
-			return nil
-		case filemode.Symlink:
-			target, err := f.Contents()
-			if err != nil {
-				return err
-			}
-			return root.Symlink(target, name)
-		}
-		rd, err := f.Reader()
-		if err != nil {
-			return err
-		}
-		defer rd.Close()
-		w, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(w, rd)
-		return errors.Join(err, w.Close())
-	})
 }
 
 // builtinScope tells render, without a cluster, which kinds are

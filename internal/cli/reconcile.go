@@ -40,7 +40,9 @@ func newReconcileCommand() *cobra.Command {
 		Use:   "reconcile NAMESPACE/NAME",
 		Short: "Sync a Sync now, and with --wait print the outcome",
 		Long: `Ask the agent to sync a Sync now rather than at its next interval: resolve
-its ref, render, compare every object, apply and prune, as at an interval.
+its ref, render, read every live object and compare it with git (even when
+the drift watches saw nothing, as the first sync after an agent start does),
+apply what differs and prune.
 The request is the annotation driftless.dev/requested-at (the time of the
 request) on the Sync; the agent syncs on every change of it, and records the
 sync in status.history even when nothing changed.
@@ -48,7 +50,9 @@ sync in status.history even when nothing changed.
 Without --wait the command returns once the request is made. With --wait it
 prints a line while the agent works (and each wave it waits for), then the
 outcome: the revision, the Ready reason and message (what was created,
-configured and pruned, or why the sync failed).
+configured and pruned, each drift put back with its fields, from what to
+what and who had changed it — "1 reverted: ConfigMap/shop/cart-config
+data.CURRENCY: JPY → USD" — or why the sync failed).
 
 Exit status: 0 when the sync succeeded (or, without --wait, was requested),
 1 when it failed or --timeout passed first, 2 for a Sync that does not exist,
@@ -233,8 +237,10 @@ when the Sync already was suspended.`,
 	if !suspend {
 		cmd.Use = "resume NAMESPACE/NAME"
 		cmd.Short = "Resume a suspended Sync: it syncs at once"
-		cmd.Long = `Clear spec.suspend on a Sync: the agent syncs it at once (changes made in
-the cluster meanwhile are put back) and then at every interval.
+		cmd.Long = `Clear spec.suspend on a Sync: the agent syncs it at once and then at every
+interval. That sync reads every live object of the Sync and compares it with
+git, as "driftless reconcile" does, so changes made in the cluster meanwhile
+are put back, and its Ready message names them.
 
 -o json and -o yaml print {"sync", "suspended", "changed"}: changed is false
 when the Sync was not suspended.`

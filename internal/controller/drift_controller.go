@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,16 +78,30 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	if !s.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	syncKey := req.Sync.String()
 	if err := r.flushIncidents(ctx, &s); err != nil {
+		// The check cannot go on: the next sync compares the object
+		// whatever it would skip, and the request is retried.
+		r.Store.MarkToCheck(syncKey, req.ID())
 		return ctrl.Result{}, err
 	}
-	if s.Spec.Suspend {
+	if r.ownEcho(ctx, req) {
+		// The object is as the agent's own last write left it.
 		return ctrl.Result{}, nil
 	}
-	check, ok := r.Store.BeginCheck(req.Sync.String())
+	if s.Spec.Suspend {
+		// Not acted on now, not forgotten: the sync that follows the
+		// resume compares it, and every other object.
+		r.Store.MarkToCheck(syncKey, req.ID())
+		r.Store.SetCompareAll(syncKey)
+		return ctrl.Result{}, nil
+	}
+	check, ok := r.Store.BeginCheck(syncKey)
 	if !ok {
 		// A sync of this Sync is writing: it may change or prune this
-		// very object. Look again once it is done, against what it wrote.
+		// very object. Look again once it is done, against what it wrote;
+		// the sync itself compares it too.
+		r.Store.MarkToCheck(syncKey, req.ID())
 		return ctrl.Result{RequeueAfter: syncBusyRetry}, nil
 	}
 	released := false
@@ -99,12 +114,23 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	defer release()
 	obj, ok := check.Desired(s.UID, req.ID())
 	if !ok {
+		if !check.Synced(s.UID) {
+			// No sync of this Sync has run in this process yet (a new
+			// leader, a restart): the first one compares the object.
+			r.Store.MarkToCheck(syncKey, req.ID())
+		}
 		// Not desired (any more), or pruned by the agent itself: the next
 		// sync prunes or ignores it.
 		return ctrl.Result{}, nil
 	}
 	step := plan.Step{ID: req.ID(), Rank: plan.RankOf(req.ID()), Object: obj}
 	report := r.DryRun || s.DryRun() || !s.SelfHealEnabled()
+	if report {
+		// Reported, not put back: the first sync that writes again (a
+		// switch to Apply, selfHeal on, a new revision) compares it.
+		r.Store.MarkToCheck(syncKey, req.ID())
+		r.Store.SetCompareAll(syncKey)
+	}
 
 	key := req.Sync.String() + "/" + req.ID().String()
 	decision := drift.Decision{Revert: true}
@@ -119,9 +145,17 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, nil // the Sync is stalled and says why
 	}
+	opts.Written = func(obj *unstructured.Unstructured) { r.Store.Writes().Wrote(obj.GetUID(), obj.GetResourceVersion()) }
 	change, err := apply.NewManager(id.client, opts).ApplyOne(ctx, step)
 	secrets := check.Secrets()
 	release()
+	if err == nil && !opts.DryRun {
+		r.Store.Checked(syncKey, req.ID()) // compared, and put back if it differed
+	}
+	if err != nil {
+		// Not compared, or not put back: the next sync compares it.
+		r.Store.MarkToCheck(syncKey, req.ID())
+	}
 	// The API server may quote the object's values, some of them from a
 	// Secret.
 	err = secrets.Error(err)
@@ -198,6 +232,20 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		return ctrl.Result{RequeueAfter: decision.RetryAfter}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// ownEcho reports whether the object of req, as the watch last saw it,
+// is as the agent's own last write left it: a check queued for the echo
+// of that write (its watch event may come before the write's answer is
+// recorded) then costs no request. Any doubt (the object gone, a read
+// that fails) is no.
+func (r *DriftReconciler) ownEcho(ctx context.Context, req drift.Request) bool {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(req.GVK)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, m); err != nil {
+		return false
+	}
+	return r.Store.Writes().Ours(m.UID, m.ResourceVersion)
 }
 
 // incidentOf words a drift for people: what was put back (or would be),

@@ -31,7 +31,8 @@ func startAgent(t *testing.T, dryRun bool) *SyncReconciler {
 // returns the agent's Sync reconciler.
 func startAgentWith(t *testing.T, mutate func(*Options)) *SyncReconciler {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	// As production runs it: the agent's own identity, tenancy on.
+	mgr, err := ctrl.NewManager(agentConfig, ctrl.Options{
 		Scheme:     scheme,
 		Cache:      CacheOptions(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -42,6 +43,7 @@ func startAgentWith(t *testing.T, mutate func(*Options)) *SyncReconciler {
 	}
 	opts := DefaultOptions()
 	opts.CacheDir, opts.Concurrency = t.TempDir(), 1
+	opts.Tenancy = ptr.To(testTenancy())
 	mutate(&opts)
 	syncs, err := Setup(mgr, opts)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // and reverted by a drift check at once, not by the next sync.
 func TestObjectsOfANewKindWrittenByAFailedSyncAreWatched(t *testing.T) {
 	h := newHarness(t)
+	h.tenantMayWriteClusterWide() // its git holds a CRD
 	group := "failed" + strings.ReplaceAll(h.ns, "-", "") + ".example.com"
 	t.Cleanup(func() {
 		if crd := get(t, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "gizmos."+group); crd != nil {

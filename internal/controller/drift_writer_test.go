@@ -74,7 +74,7 @@ func createIdleSync(t *testing.T, ns string) *v1alpha1.Sync {
 // block, panic or fail the patch; nil lets it through.
 func statusPatchHook(t *testing.T, hook func(n int) error) client.Client {
 	t.Helper()
-	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
+	direct, err := client.NewWithWatch(agentConfig, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +102,8 @@ func progress(wave, healthy int) v1alpha1.SyncProgress {
 func TestADriftRecordedDuringAWaveWaitIsNotUndoneByTheProgress(t *testing.T) {
 	ns := env.Namespace(t)
 	s := createIdleSync(t, ns)
-	syncs := &SyncReconciler{Client: c, Reader: c, Store: NewStore()}
-	drifts := &DriftReconciler{Client: c, Reader: c, Store: syncs.Store}
+	syncs := &SyncReconciler{Client: agentClient, Reader: agentClient, Store: NewStore()}
+	drifts := &DriftReconciler{Client: agentClient, Reader: agentClient, Store: syncs.Store}
 
 	// The sync reports wave 0, then waits for its health (the gate
 	// open); a drift left in place is recorded meanwhile, from the Sync
@@ -138,7 +138,7 @@ func TestAnIncidentAfterASyncWroteTheStatusHasAllItsRetries(t *testing.T) {
 	// with a conflict: the one from what the writer kept, which is stale, and
 	// as many more as retry.DefaultRetry allows for.
 	armed, patches := false, 0
-	busy, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
+	busy, err := client.NewWithWatch(agentConfig, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +154,14 @@ func TestAnIncidentAfterASyncWroteTheStatusHasAllItsRetries(t *testing.T) {
 			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
-	drifts := &DriftReconciler{Client: intercepted, Reader: c, Store: NewStore()}
+	drifts := &DriftReconciler{Client: intercepted, Reader: agentClient, Store: NewStore()}
 	inc := v1alpha1.DriftIncident{Time: metav1.Now(), Object: "ConfigMap/" + ns + "/web-config", Action: v1alpha1.DriftReported,
 		Message: "drift (not reverted: dry run or selfHeal off) data.key: v1 → edited"}
 	if err := drifts.recordIncident(context.Background(), s, inc); err != nil {
 		t.Fatal(err)
 	}
 	// A sync writes the status: what the writer kept of it is stale.
-	syncs := &SyncReconciler{Client: c, Reader: c, Store: drifts.Store}
+	syncs := &SyncReconciler{Client: agentClient, Reader: agentClient, Store: drifts.Store}
 	syncs.writeProgress(context.Background(), s, progress(0, 0), 1)
 
 	armed = true
@@ -193,7 +193,7 @@ func TestAnIncidentDoesNotWaitForTheWriteOfAnother(t *testing.T) {
 		}
 		return nil
 	})
-	drifts := &DriftReconciler{Client: intercepted, Reader: c, Store: NewStore()}
+	drifts := &DriftReconciler{Client: intercepted, Reader: agentClient, Store: NewStore()}
 	incident := func(name string) v1alpha1.DriftIncident {
 		return v1alpha1.DriftIncident{Time: metav1.Now(), Object: "ConfigMap/" + ns + "/" + name, Action: v1alpha1.DriftReverted,
 			Message: "reverted data.key: v1 → edited"}
@@ -252,7 +252,7 @@ func TestIncidentsAFailedWriteLeftGoWithTheNextCheckOfTheSyncWhateverItFinds(t *
 		}
 		return nil
 	})
-	drifts := &DriftReconciler{Client: intercepted, Reader: c, Store: NewStore()}
+	drifts := &DriftReconciler{Client: intercepted, Reader: agentClient, Store: NewStore()}
 	inc := v1alpha1.DriftIncident{Time: metav1.Now(), Object: "ConfigMap/" + ns + "/web-config", Action: v1alpha1.DriftReverted,
 		Message: "reverted data.key: v1 → edited"}
 	func() {

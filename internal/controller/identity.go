@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/admission"
+	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/source"
 )
 
@@ -34,6 +35,11 @@ type Tenancy struct {
 	// FileURLs lets tenant Syncs use file:// sources, which read the
 	// agent's filesystem; off, such a Sync is InvalidSpec.
 	FileURLs bool
+	// SourceHosts, when it restricts, are the only hosts tenant Syncs may
+	// fetch from: their git repository (else InvalidSpec), their charts'
+	// repositories, registries and download URLs, and their remote
+	// Kustomize bases (else the render fails, naming the host).
+	SourceHosts source.Hosts
 }
 
 // DefaultTenancy is the agent's default: tenants must act as a
@@ -115,6 +121,48 @@ func (r *SyncReconciler) identityOf(s *v1alpha1.Sync) (identity, error) {
 	return identityOf(r.Identities, r.Applier, s)
 }
 
+// readerOf returns what reads the Secrets and ConfigMaps s names (see
+// engine.Reader): for a Sync outside the agent's namespace, id, the
+// Sync's ServiceAccount, so that creating a Sync or pushing to its
+// repository reads nothing that account may not get; for the agent's
+// namespace, or without tenancy, agent, the agent's own uncached reader.
+func readerOf(i *Identities, agent client.Reader, s *v1alpha1.Sync, id identity) engine.Reader {
+	if i == nil || !i.Tenancy.tenant(s) {
+		return agent
+	}
+	return readsAs{id.client}
+}
+
+// ReaderOf returns what reads the Secrets s names (see readerOf): as
+// s's ServiceAccount outside the agent's namespace. An error when s has
+// no identity to act as (ServiceAccountRequired).
+func (r *SyncReconciler) ReaderOf(s *v1alpha1.Sync) (engine.Reader, error) {
+	id, err := r.identityOf(s)
+	if err != nil {
+		return nil, err
+	}
+	return readerOf(r.Identities, r.Reader, s, id), nil
+}
+
+// readsAs reads as a tenant Sync's identity, and marks its refusals as
+// reads (ForbiddenError.Read), which stall the Sync with AccessDenied.
+type readsAs struct{ reader client.Reader }
+
+func (r readsAs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.reader.Get(ctx, key, obj, opts...)
+	if fe := (*ForbiddenError)(nil); errors.As(err, &fe) {
+		fe.Read = true
+	}
+	return err
+}
+
+// deniedRead reports whether err holds a read the Sync's ServiceAccount
+// may not make (readsAs).
+func deniedRead(err error) bool {
+	fe := (*ForbiddenError)(nil)
+	return errors.As(err, &fe) && fe.Read
+}
+
 // fences returns what a tenant Sync's spec names that it may not: a
 // file:// source (the agent's filesystem, other Syncs' checkouts) and,
 // with CrossNamespaceRefs off, objects of other namespaces.
@@ -123,6 +171,11 @@ func (t Tenancy) fences(s *v1alpha1.Sync, protocol string) []error {
 	if protocol == source.ProtocolFile && !t.FileURLs {
 		errs = append(errs, fmt.Errorf("spec.source.git.url %q is a local path, which only Syncs in the agent's namespace %s may use: "+
 			"serve the repository over ssh:// or https://, or run the agent with --allow-file-urls", source.Redact(s.Spec.Source.Git.URL), t.AgentNamespace))
+	}
+	if protocol != source.ProtocolFile {
+		if err := t.SourceHosts.CheckHost(fmt.Sprintf("spec.source.git.url %q", source.Redact(s.Spec.Source.Git.URL)), s.Spec.Source.Git.URL); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !t.CrossNamespaceRefs {
 		for i, d := range s.Spec.DependsOn {
@@ -249,7 +302,10 @@ type ForbiddenError struct {
 	// Verb, Resource (plural, with its group), Namespace and Name say
 	// what was refused.
 	Verb, Resource, Namespace, Name string
-	err                             error
+	// Read: the request read a Secret or ConfigMap the Sync names (its
+	// git Secret, variables, keys, values), not an object of the Sync.
+	Read bool
+	err  error
 }
 
 func (e *ForbiddenError) Error() string {
@@ -258,13 +314,26 @@ func (e *ForbiddenError) Error() string {
 		where = "in namespace " + e.Namespace
 	}
 	fix := "grant it in a Role/ClusterRole, or move the object to a Sync that may"
-	if e.Who == "the agent" {
+	switch {
+	case e.Read:
+		fix = fmt.Sprintf("a Sync outside the agent's namespace reads what it names as its ServiceAccount; "+
+			"grant it %s on %s %q in a Role of namespace %s bound to it (docs/security.md)", e.Verb, e.Resource, e.Name, e.Namespace)
+	case e.Who == "the agent":
 		fix = "grant the agent's ServiceAccount that right, or set spec.serviceAccountName to a ServiceAccount that has it"
 	}
 	return fmt.Sprintf("%s may not %s %s %q %s: %s", e.Who, e.Verb, e.Resource, e.Name, where, fix)
 }
 
 func (e *ForbiddenError) Unwrap() error { return e.err }
+
+// sourceHosts returns the hosts s may fetch charts and remote bases from:
+// every host, unless s is a tenant's and --tenant-source-hosts restricts.
+func (r *SyncReconciler) sourceHosts(s *v1alpha1.Sync) source.Hosts {
+	if r.Identities == nil || !r.Identities.Tenancy.tenant(s) {
+		return source.Hosts{}
+	}
+	return r.Identities.Tenancy.SourceHosts
+}
 
 // mayReadFiles reports whether s may read file:// repositories, as its
 // source or as a remote Kustomize base: without tenancy every Sync may;

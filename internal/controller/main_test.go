@@ -2,26 +2,32 @@ package controller
 
 import (
 	"context"
-
 	"fmt"
-	"github.com/go-logr/logr"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
@@ -30,11 +36,36 @@ import (
 )
 
 var (
-	env      *testenv.Env
-	scheme   = runtime.NewScheme()
-	c        client.Client
-	recorder EventRecorder
+	env    *testenv.Env
+	scheme = runtime.NewScheme()
+	// c is the admin's client: the tests arrange and read the cluster
+	// with it.
+	c client.Client
+	// agentConfig and agentClient are the agent's own identity, as
+	// production runs it: the ServiceAccount driftless of agentNamespace
+	// with config/rbac's ClusterRole driftless-manager, by a token the
+	// API server issued. The harness's reconciler runs as it.
+	agentConfig *rest.Config
+	agentClient client.Client
+	recorder    EventRecorder
 )
+
+// tenantAccount is the ServiceAccount the harness's Syncs act as
+// (--default-service-account), made in each test's namespace and bound
+// there to tenantRole.
+const (
+	tenantAccount = "tenant"
+	tenantRole    = "driftless-test-tenant"
+)
+
+// testTenancy is the agent's default tenancy (docs/security.md), with
+// file:// sources allowed because the tests' repositories are served so,
+// and tenantAccount as the default ServiceAccount.
+func testTenancy() Tenancy {
+	t := DefaultTenancy(agentNamespace)
+	t.FileURLs, t.DefaultServiceAccount = true, tenantAccount
+	return t
+}
 
 func TestMain(m *testing.M) {
 	testenv.MainWith(m, &env, setup)
@@ -71,12 +102,129 @@ func setup(e *testenv.Env) error {
 			return err
 		}
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: e.Clientset.EventsV1()})
+	if agentConfig, err = agentIdentity(e); err != nil {
+		return err
+	}
+	if agentClient, err = client.New(agentConfig, client.Options{Scheme: scheme, Mapper: mapper}); err != nil {
+		return err
+	}
+	agentEvents, err := kubernetes.NewForConfig(agentConfig)
+	if err != nil {
+		return err
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: agentEvents.EventsV1()})
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		return err
 	}
 	recorder = b.NewRecorder(scheme, "driftless")
 	return nil
+}
+
+// agentIdentity makes the agent's ServiceAccount in agentNamespace with
+// the ClusterRole of config/rbac/manager_role.yaml, the role tenants'
+// accounts are bound to, and returns a config that authenticates as the
+// agent with a token the API server issued for it.
+func agentIdentity(e *testenv.Env) (*rest.Config, error) {
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "manager_role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var manager rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(data, &manager); err != nil {
+		return nil, fmt.Errorf("config/rbac/manager_role.yaml: %w", err)
+	}
+	subject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "driftless", Namespace: agentNamespace}
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentNamespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: subject.Name, Namespace: agentNamespace}},
+		&manager,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: manager.Name}, Subjects: []rbacv1.Subject{subject},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: manager.Name}},
+		// Everything in the namespace it is bound in.
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: tenantRole},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			return nil, fmt.Errorf("create %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	expiry := int64(24 * 3600)
+	token, err := e.Clientset.CoreV1().ServiceAccounts(agentNamespace).CreateToken(ctx, subject.Name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("a token for the agent's ServiceAccount: %w", err)
+	}
+	cfg := rest.AnonymousClientConfig(e.Config)
+	cfg.BearerToken = token.Status.Token
+	cfg.QPS, cfg.Burst = e.Config.QPS, e.Config.Burst
+	agent, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	// The API server's authorizer sees the binding a moment later.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := agent.List(ctx, &v1alpha1.SyncList{})
+		if err == nil {
+			return cfg, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the agent's ServiceAccount cannot list Syncs: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// newTenant makes tenantAccount in ns, bound there to tenantRole, and
+// waits until the API server lets it write ConfigMaps there.
+func newTenant(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, o := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: tenantAccount, Namespace: ns}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: tenantAccount, Namespace: ns},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: tenantAccount, Namespace: ns}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: tenantRole}},
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	waitAllowed(t, ns, func(tenant client.Client) error {
+		return tenant.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))
+	})
+}
+
+// tenantMayWriteClusterWide binds the harness's tenantAccount to
+// tenantRole cluster-wide, for tests whose git holds cluster-scoped
+// objects (Namespaces, CRDs, ClusterRoles), as a root Sync's does (its
+// account, driftless-root, is bound to cluster-admin by config/rbac).
+func (h *harness) tenantMayWriteClusterWide() {
+	h.t.Helper()
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: tenantRole + "-" + h.ns},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: tenantAccount, Namespace: h.ns}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: tenantRole}}
+	if err := c.Create(context.Background(), crb); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = c.Delete(context.Background(), crb) })
+	waitAllowed(h.t, h.ns, func(tenant client.Client) error {
+		return tenant.List(context.Background(), &corev1.NamespaceList{})
+	})
+}
+
+// waitAllowed waits until try, run as tenantAccount of ns through the
+// agent's impersonation, is not forbidden.
+func waitAllowed(t *testing.T, ns string, try func(client.Client) error) {
+	t.Helper()
+	id, err := NewIdentities(testTenancy(), agentClient, agentConfig, client.Options{Scheme: scheme, Mapper: c.RESTMapper()}).For(syncNamed(ns, ""), tenantAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the API server to apply the tenant's binding", func() bool {
+		return !apierrors.IsForbidden(try(id.client))
+	})
 }
 
 func waitEstablished(c client.Client, name string) error {
@@ -113,10 +261,15 @@ func newHarness(t *testing.T) *harness {
 		srv:  srv,
 		repo: srv.NewRepo(t, "fleet"),
 	}
+	// The agent's own identity with tenancy on, as production runs it:
+	// the harness's Syncs are tenants' (no test namespace is the agent's)
+	// and act as tenantAccount of their namespace.
+	newTenant(t, h.ns)
 	h.r = &SyncReconciler{
-		Client:        c,
-		Reader:        c,
-		Applier:       c,
+		Client:        agentClient,
+		Reader:        agentClient,
+		Applier:       agentClient,
+		Identities:    NewIdentities(testTenancy(), agentClient, agentConfig, client.Options{Scheme: scheme, Mapper: c.RESTMapper()}),
 		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: c.RESTMapper()}},
 		Store:         NewStore(),
 		Recorder:      recorder,

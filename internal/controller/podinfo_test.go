@@ -157,6 +157,7 @@ func images(u *unstructured.Unstructured) []string {
 func TestAPublicExampleRepositorySyncsUnchanged(t *testing.T) {
 	dir := testenv.Example(t, podinfo)
 	h := newHarness(t)
+	h.tenantMayWriteClusterWide() // its overlays create their Namespaces
 	files := testenv.ExampleFiles(t, dir)
 	maps.Copy(files, podinfoCharts)
 	rev := h.repo.Commit(t, "podinfo at "+filepath.Base(dir)+", and a HelmChart for its chart", files)

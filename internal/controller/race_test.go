@@ -30,6 +30,7 @@ const raceIterations = 50
 // edits it but git, so any revert would be to an older render.
 func TestPruneChangeAndRecreateNeverComeBack(t *testing.T) {
 	h := newHarness(t)
+	h.tenantMayWriteClusterWide() // its git holds a CRD
 	group := "race" + strings.ReplaceAll(h.ns, "-", "") + ".example.com"
 	t.Cleanup(func() {
 		if crd := get(t, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "gadgets."+group); crd != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/source"
 	"github.com/driftless/driftless/internal/source/charts"
 )
 
@@ -42,6 +43,9 @@ const DefaultConcurrency = 16
 type Options struct {
 	// CacheDir holds the git mirrors (see source.Mirror).
 	CacheDir string
+	// CacheMaxSize bounds the git mirrors and charts in CacheDir, in
+	// bytes (source.CacheLimit); zero or less means no bound.
+	CacheMaxSize int64
 	// DryRun makes every Sync report instead of write.
 	DryRun bool
 	// Concurrency is how many Syncs, and how many drifted objects, are
@@ -75,7 +79,7 @@ type Options struct {
 
 // DefaultOptions returns the agent's defaults.
 func DefaultOptions() Options {
-	return Options{CacheDir: filepath.Join(os.TempDir(), "driftless"), Concurrency: DefaultConcurrency, FullResync: time.Hour,
+	return Options{CacheDir: filepath.Join(os.TempDir(), "driftless"), CacheMaxSize: source.DefaultCacheMaxSize, Concurrency: DefaultConcurrency, FullResync: time.Hour,
 		RenderBudgets: render.DefaultBudgets()}
 }
 
@@ -134,7 +138,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		Reader:     mgr.GetAPIReader(),
 		Applier:    applier,
 		Identities: identities,
-		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets, Reader: mgr.GetAPIReader(),
+		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets,
 			ChartCache: &charts.Fetcher{Dir: filepath.Join(opts.CacheDir, "charts")}},
 		Discovery:     dc,
 		Store:         store,
@@ -157,6 +161,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		Policy:     policy,
 		History:    drift.NewHistory(policy.Window + policy.MaxBackoff),
 	}
+	limit := &source.CacheLimit{MaxSize: opts.CacheMaxSize, Mirror: syncs.Mirror(), ChartDir: syncs.RenderOptions.ChartCache.Dir}
+	collect := func() { limit.Collect() }
+	syncs.Mirror().AfterFetch = collect
+	syncs.RenderOptions.ChartCache.AfterDownload = collect
 	watches, err := SetupDriftWithManager(mgr, drifts, opts.Concurrency)
 	if err != nil {
 		return nil, err

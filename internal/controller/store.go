@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/redact"
 	"github.com/driftless/driftless/internal/render"
@@ -25,13 +26,24 @@ import (
 // holds it shared while it reads the desired object and re-applies it. So a drift check never reverts an
 // object to a render older than what the running sync wrote, and never
 // re-creates an object the sync has just pruned.
+//
+// It also holds what the agent's own writes returned (Writes), so that
+// the watches tell them from anyone else's, and, per Sync, the objects a
+// drift check saw changed but could not act on (MarkToCheck): the next
+// sync compares those with the cluster whatever it would otherwise skip.
 type Store struct {
 	mu    sync.Mutex
 	syncs map[string]*syncState
+	// writes is the resourceVersion each of the agent's writes returned.
+	writes *drift.Writes
 }
 
 // NewStore returns an empty Store.
-func NewStore() *Store { return &Store{syncs: map[string]*syncState{}} }
+func NewStore() *Store { return &Store{syncs: map[string]*syncState{}, writes: drift.NewWrites()} }
+
+// Writes returns the record of the agent's own writes, shared by every
+// Sync: the sync's applies, the drift reverts and the watches read it.
+func (s *Store) Writes() *drift.Writes { return s.writes }
 
 type syncState struct {
 	// gate is held exclusively by a sync while it writes, shared by drift
@@ -59,6 +71,16 @@ type syncState struct {
 	// known.
 	inventory    []plan.Entry
 	inventoryUID types.UID
+	// toCheck holds the objects a drift check saw changed and could not
+	// act on (the Sync suspended or reporting only, a sync writing, no
+	// sync yet in this process, a failed incident write): a sync compares
+	// them with the cluster whatever it would otherwise skip. Bounded by
+	// the Sync's objects.
+	toCheck map[plan.ID]bool
+	// compareAll: the Sync was seen suspended or reporting only since its
+	// last full comparison, so the next sync that writes compares every
+	// object (as after a start).
+	compareAll bool
 }
 
 // rendered is a cached render, valid while the revision, the Sync's
@@ -193,12 +215,73 @@ func (s *Store) LastFull(key string) (time.Time, bool) {
 	return st.lastFull, true
 }
 
-// SetLastFull records that key compared every object at t.
+// SetLastFull records that key compared every object at t, which
+// settles CompareAll.
 func (s *Store) SetLastFull(key string, t time.Time) {
 	st := s.state(key)
 	s.mu.Lock()
-	st.lastFull = t
+	st.lastFull, st.compareAll = t, false
 	s.mu.Unlock()
+}
+
+// SetCompareAll records that key was seen unable to write (suspended, a
+// dry run, selfHeal off): the next sync that writes compares every
+// object with the cluster.
+func (s *Store) SetCompareAll(key string) {
+	st := s.state(key)
+	s.mu.Lock()
+	st.compareAll = true
+	s.mu.Unlock()
+}
+
+// CompareAll reports whether key's next sync must compare every object
+// (SetCompareAll, until SetLastFull).
+func (s *Store) CompareAll(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	return ok && st.compareAll
+}
+
+// MarkToCheck records that a drift check saw key's object id changed and
+// could not act on it: the next sync of key compares it with the cluster.
+func (s *Store) MarkToCheck(key string, id plan.ID) {
+	st := s.state(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.toCheck == nil {
+		st.toCheck = map[plan.ID]bool{}
+	}
+	st.toCheck[id] = true
+}
+
+// ToCheck returns a copy of the objects of key marked to check.
+func (s *Store) ToCheck(key string) map[plan.ID]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	if !ok || len(st.toCheck) == 0 {
+		return nil
+	}
+	out := make(map[plan.ID]bool, len(st.toCheck))
+	for id := range st.toCheck {
+		out[id] = true
+	}
+	return out
+}
+
+// Checked drops ids from the objects of key to check: they were compared
+// with the cluster (by a sync that wrote, or a drift check that could act).
+func (s *Store) Checked(key string, ids ...plan.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.syncs[key]
+	if !ok {
+		return
+	}
+	for _, id := range ids {
+		delete(st.toCheck, id)
+	}
 }
 
 // incidentWriter returns the one writer of key's drift incidents. Forget
@@ -365,6 +448,10 @@ func (s *Store) BeginCheck(key string) (*Checker, bool) {
 	}
 	return &Checker{st: st}, true
 }
+
+// Synced reports whether a sync of the Sync uid recorded what it applied
+// in this process: until then a drift check has nothing to compare with.
+func (c *Checker) Synced(uid types.UID) bool { return c.st.appliedUID == uid && c.st.applied != nil }
 
 // Desired returns what object id of the Sync uid was last applied as;
 // false when the Sync does not (or no longer) manage it.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/client-go/discovery"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,8 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
@@ -57,7 +60,9 @@ type SyncReconciler struct {
 	// Client reads and updates Syncs (from the manager's cache).
 	Client client.Client
 	// Reader reads Secrets directly from the API server, so that the
-	// agent never caches every Secret of the cluster.
+	// agent never caches every Secret of the cluster. It reads what the
+	// Syncs of the agent's namespace name; with Identities, what a Sync
+	// outside it names is read as the Sync's ServiceAccount instead.
 	Reader client.Reader
 	// Applier writes managed objects as the agent; it must not cache them.
 	Applier client.Client
@@ -66,7 +71,9 @@ type SyncReconciler struct {
 	// objects (Tenancy). Nil: every Sync acts as the agent, through
 	// Applier, unfenced.
 	Identities *Identities
-	// RenderOptions are the agent's render settings (scope, budgets).
+	// RenderOptions are the agent's render settings (scope, budgets,
+	// chart cache). Its Reader is replaced, for each Sync, by the one
+	// that reads what the Sync names (Reader, or the Sync's identity).
 	RenderOptions engine.RenderOptions
 	// Discovery, when set, gives Helm charts the cluster's version and
 	// API versions in .Capabilities, read at most once a minute.
@@ -152,6 +159,8 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	if s.Spec.Suspend {
 		logger.V(1).Info("suspended; not syncing")
+		// The sync after the resume compares every object.
+		r.Store.SetCompareAll(req.String())
 		return ctrl.Result{}, nil
 	}
 	if err := checkSpec(&s, r.Identities.tenancy()); err != nil {
@@ -178,6 +187,12 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if (o.noop(&s.Status) || o.sameReport(&s.Status)) && s.Status.ObservedGeneration == s.Generation && !requestPending(&s) &&
 		(len(s.Status.Inventory) == 0 || o.inventory == nil) && o.inventoryLost == "" {
 		logger.V(1).Info("in sync", "revision", o.revision, "unchanged", o.changes.Count(apply.Unchanged))
+		if o.compared && !o.dryRun && r.comparedLongAgo(&s.Status, o.started) {
+			// Nothing to record but the comparison: say when it was.
+			if err := r.writeCompared(ctx, &s, o); err != nil {
+				return ctrl.Result{}, fmt.Errorf("update status of Sync %s: %w", req, err)
+			}
+		}
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
 
@@ -227,14 +242,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // optimistic lock, re-reading on conflict, so that a condition the drift
 // reconciler set meanwhile is not overwritten by a stale copy.
 func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o outcome) error {
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
-				return err
-			}
-		}
-		first = false
+	return r.patchStatus(ctx, s, func() error {
 		base := s.DeepCopy()
 		if o.progressed || s.Status.Progress != nil {
 			// Make the patch remove the progress written during the sync.
@@ -251,6 +259,51 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, s *v1alpha1.Sync, o ou
 	})
 }
 
+// patchStatus calls patch, which patches s's status with an optimistic
+// lock, until it does not conflict, reading s from the API server again
+// before each new try.
+func (r *SyncReconciler) patchStatus(ctx context.Context, s *v1alpha1.Sync, patch func() error) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+				return err
+			}
+		}
+		first = false
+		return patch()
+	})
+}
+
+// comparedLongAgo reports whether the status's record of the last full
+// comparison is missing or at least half a FullResync older than now. A
+// comparison that found nothing is recorded only then: an agent restarted
+// over Syncs in sync writes nothing (the recorded time stays true: every
+// live object was compared then), and the hourly comparison is recorded.
+func (r *SyncReconciler) comparedLongAgo(st *v1alpha1.SyncStatus, now time.Time) bool {
+	full := r.FullResync
+	if full <= 0 {
+		full = DefaultOptions().FullResync
+	}
+	return st.LastComparedAt == nil || now.Sub(st.LastComparedAt.Time) >= full/2
+}
+
+// writeCompared records that a sync which changed nothing compared every
+// live object (o.compared): status.lastComparedAt, and the Drifted
+// condition's message, which says so. Nothing else of the status moves.
+func (r *SyncReconciler) writeCompared(ctx context.Context, s *v1alpha1.Sync, o outcome) error {
+	return r.patchStatus(ctx, s, func() error {
+		if meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) {
+			return nil // an incident came in meanwhile: it says more
+		}
+		patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		s.Status.LastComparedAt = &metav1.Time{Time: o.started.UTC().Truncate(time.Second)}
+		meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse,
+			ObservedGeneration: s.Generation, Reason: v1alpha1.ReasonInSync, Message: o.inSyncMessage()})
+		return r.Client.Status().Patch(ctx, s, patch)
+	})
+}
+
 // sync runs the pipeline — dependencies → fetch → render → engine.Run
 // (validate → plan → apply → prune) — and records what it wrote in the
 // Store, holding the Sync's gate while it writes so that drift checks
@@ -263,6 +316,10 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// since the API server echoes invalid values.
 	var secrets *redact.Set
 	fail := func(reason string, err error) outcome {
+		if deniedRead(err) {
+			// The Sync's ServiceAccount may not read what it names.
+			reason = v1alpha1.ReasonAccessDenied
+		}
 		o.reason, o.err = reason, secrets.Error(err)
 		o.duration = time.Since(o.started)
 		return o
@@ -271,7 +328,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if reason, err := r.checkDependencies(ctx, s); err != nil {
 		return fail(reason, err)
 	}
-	req, err := engine.SourceRequest(ctx, r.Reader, s)
+	// What the Sync names is read as the Sync (readerOf).
+	reader := readerOf(r.Identities, r.Reader, s, id)
+	req, err := engine.SourceRequest(ctx, reader, s)
 	if err != nil {
 		return fail(engine.FetchReason(err), err)
 	}
@@ -281,17 +340,21 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 	o.movedBack = movedBack(s, o.revision)
 	// Read every sync: a changed ConfigMap or Secret re-renders.
-	vars, err := engine.Variables(ctx, r.Reader, s)
+	vars, err := engine.Variables(ctx, reader, s)
 	if err != nil {
 		return fail(variablesFailure(err), err)
 	}
 	secrets = engine.Redactor(vars, nil)
-	keys, err := engine.DecryptionKeys(ctx, r.Reader, s, r.DefaultAgeKey)
+	keys, err := engine.DecryptionKeys(ctx, reader, s, r.DefaultAgeKey)
 	if err != nil {
 		return fail(keysFailure(err), err)
 	}
 	digest := engine.VariablesDigest(vars) + keys.Digest()
-	if r.watchedAndCurrent(s, o.revision, digest) && !requestPending(s) {
+	key := s.Namespace + "/" + s.Name
+	// Objects a drift check saw changed and could not act on are
+	// compared, whatever the sync would otherwise skip.
+	marked := r.Store.ToCheck(key)
+	if len(marked) == 0 && !r.mustCompare(s) && r.watchedAndCurrent(s, o.revision, digest) {
 		// Nothing new in git, and the watches report every change in
 		// the cluster: no request per object.
 		o.duration = time.Since(o.started)
@@ -304,7 +367,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if r.Revisions != nil && !o.dryRun && o.revision != s.Status.LastAppliedRevision {
 		r.Revisions.Syncing(s, o.revision)
 	}
-	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys)
+	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys, reader)
 	o.commit = r.commitOf(req, o.revision)
 	if err != nil {
 		return fail(reason, err)
@@ -318,7 +381,6 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		log.FromContext(ctx).Error(unreadable, "ignoring unreadable inventory entries")
 	}
 
-	key := s.Namespace + "/" + s.Name
 	byID := make(map[plan.ID]render.Object, len(objects))
 	for _, obj := range objects {
 		byID[plan.IDOf(obj.Object)] = obj
@@ -335,10 +397,17 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			w.Release()
 		}
 	}()
+	same := sameAsApplied(w, byID)
 	if !o.dryRun {
-		in.Known = r.knownUnchanged(s, w)
+		in.Known = r.knownUnchanged(s, same, marked)
+		// An object whose render is what was applied and that differs
+		// in the cluster is a drift this sync puts back: keep what it
+		// was, to say so.
+		in.Keep = same
+		in.Written = func(obj *unstructured.Unstructured) { r.Store.Writes().Wrote(obj.GetUID(), obj.GetResourceVersion()) }
 		in.Record = func(ctx context.Context, entries []plan.Entry) error { return r.recordInventory(ctx, s, entries) }
 	}
+	o.compared = in.Known == nil
 	in.Wait = apply.WaitOptions{
 		Last: s.Spec.Wait,
 		Progress: func(p apply.WaveProgress) {
@@ -354,6 +423,10 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 	res := engine.Run(ctx, id.client, in)
 	o.changes, o.inventory = res.Changes, res.Inventory
+	if !o.dryRun {
+		o.reverted = revertedDrift(res.Changes, byID, secrets)
+	}
+	r.Store.Checked(key, comparedMarks(marked, res.Changes, o.dryRun)...)
 	switch {
 	case res.Err == nil:
 		// A dry run's render is what drift is reported against.
@@ -403,11 +476,79 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		}
 		return fail(res.Reason, res.Err)
 	}
-	if !o.dryRun {
-		r.Store.SetLastFull(key, r.now())
+	if o.compared && !o.dryRun {
+		// Every object was read, compared and, where it differed, put back.
+		r.Store.SetLastFull(key, o.started)
+	}
+	if o.dryRun {
+		// Drift is only reported now: the first sync that writes again
+		// compares every object.
+		r.Store.SetCompareAll(key)
+	}
+	o.lastCompared, _ = r.Store.LastFull(key)
+	if o.compared {
+		o.lastCompared = o.started // a dry run compared every object too
 	}
 	o.duration = time.Since(o.started)
 	return o
+}
+
+// mustCompare reports whether the next sync of s compares every object
+// with the cluster, as the first sync after a start does, whatever the
+// watches say: a sync was requested (driftless reconcile), or the Sync was
+// seen unable to write since its last full comparison (Store.CompareAll:
+// suspended, a dry run, selfHeal off) — so the sync after a resume, a
+// switch from DryRun to Apply or selfHeal turned on puts back what
+// changed meanwhile. Other spec changes do not: they cost what a new
+// revision costs.
+func (r *SyncReconciler) mustCompare(s *v1alpha1.Sync) bool {
+	return requestPending(s) || r.Store.CompareAll(s.Namespace+"/"+s.Name)
+}
+
+// comparedMarks returns the objects of marked that a sync compared with
+// the cluster and settled: every object it wrote or found equal, and for
+// a dry run only those found equal (a drift it reported is still to be
+// put back).
+func comparedMarks(marked map[plan.ID]bool, changes apply.ChangeSet, dryRun bool) []plan.ID {
+	var ids []plan.ID
+	for _, c := range changes {
+		if marked[c.ID] && (!dryRun || c.Action == apply.Unchanged) {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// revertedDrift words the drift a sync put back: each object whose render
+// was what had been applied before (so git did not change it) and that
+// the sync configured, with the fields it changed, from what to what and
+// who had changed them, as a drift check's incident says it. Values from
+// Secrets (secrets) are masked.
+func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]render.Object, secrets *redact.Set) []string {
+	var out []string
+	for _, c := range changes {
+		if c.Action != apply.Configured || c.Live == nil || c.Applied == nil {
+			continue
+		}
+		obj := byID[c.ID]
+		fields := drift.Attribute(obj.Object, c.Applied, c.Live, apply.FieldManager)
+		for i := range fields {
+			fields[i].Git, fields[i].Found = secrets.String(fields[i].Git), secrets.String(fields[i].Found)
+		}
+		parts := make([]string, 0, len(fields))
+		for i, f := range fields {
+			if i == maxDriftFields {
+				parts = append(parts, fmt.Sprintf("… and %d more fields", len(fields)-maxDriftFields))
+				break
+			}
+			parts = append(parts, f.Bound().String())
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "fields git sets were changed")
+		}
+		out = append(out, c.ID.String()+" "+strings.Join(parts, "; "))
+	}
+	return out
 }
 
 // uncertain returns the objects a failed sync leaves no drift check may
@@ -463,25 +604,33 @@ func appliedGeneration(st *v1alpha1.SyncStatus) int64 {
 }
 
 // knownUnchanged returns, when it is safe, a test for objects whose
-// render is the same as the one last applied: the Sync is Ready and not
-// drifted, its objects are watched (so a change in the cluster would have
-// been seen and reverted), and its last full comparison is recent. Such
-// objects are reported Unchanged without a request. Otherwise nil: every
-// object is compared.
-func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, w *Writer) func(plan.Step) bool {
-	if !s.SelfHealEnabled() || !r.watchedAndRecent(s) {
+// render is the same as the one last applied (same): the Sync is Ready
+// and not drifted, its objects are watched (so a change in the cluster
+// would have been seen and reverted), its last full comparison is recent,
+// and nothing asks for a comparison (mustCompare). Such objects are
+// reported Unchanged without a request, except those marked to check.
+// Otherwise nil: every object is compared.
+func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, same func(plan.ID) bool, marked map[plan.ID]bool) func(plan.Step) bool {
+	if !s.SelfHealEnabled() || r.mustCompare(s) || !r.watchedAndRecent(s) {
 		return nil
 	}
+	return func(step plan.Step) bool { return !marked[step.ID] && same(step.ID) }
+}
+
+// sameAsApplied returns a test for objects of byID (the render) that are
+// what the Sync last applied (w, the sync's hold on its gate): the
+// render's JSON equal to what was applied, told without decoding it (at
+// 10,000 objects, decoding each one again cost a one-object commit most of
+// a second), or else the same object once decoded.
+func sameAsApplied(w *Writer, byID map[plan.ID]render.Object) func(plan.ID) bool {
 	rendered := w.RenderedJSON()
-	return func(step plan.Step) bool {
-		// The render's JSON equal to what was applied: the same object,
-		// told without decoding it (at 10,000 objects, decoding each one
-		// again cost a one-object commit most of a second).
-		if w.AppliedJSONEquals(step.ID, rendered[step.ID]) {
+	return func(id plan.ID) bool {
+		if w.AppliedJSONEquals(id, rendered[id]) {
 			return true
 		}
-		prev, ok := w.Applied(step.ID)
-		return ok && apply.Equal(prev.Object, step.Object.Object)
+		prev, ok := w.Applied(id)
+		obj, desired := byID[id]
+		return ok && desired && apply.Equal(prev.Object, obj.Object)
 	}
 }
 
@@ -536,7 +685,7 @@ func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
 // since the last render: the same revision, or for a render of plain
 // manifests a new revision that left the Sync's paths as they were (a
 // commit to another app of the repository).
-func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys) ([]render.Object, string, error) {
+func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys, reader engine.Reader) ([]render.Object, string, error) {
 	key := s.Namespace + "/" + s.Name
 	digest := engine.VariablesDigest(vars) + keys.Digest()
 	if objects, ok := r.Store.Rendered(key, s.UID, revision, s.Generation, digest); ok {
@@ -555,6 +704,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	}
 	opts := r.RenderOptions
 	opts.Variables = vars
+	opts.Reader = reader // valuesFrom and chart secretRefs, as the Sync
 	if r.Discovery != nil {
 		var err error
 		if opts.KubeVersion, opts.APIVersions, err = r.capabilities.get(r.Discovery, r.now()); err != nil {
@@ -568,8 +718,9 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	defer tree.Release()
 	opts.Decrypt = engine.Decryptor(keys)
 	opts.Cache = r.Store.GeneratorCache(key)
+	opts.SourceHosts = r.sourceHosts(s)
 	if s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote {
-		opts.Remote = &engine.RemoteBases{Mirror: r.Mirror(), Source: req, FileURLs: r.mayReadFiles(s)}
+		opts.Remote = &engine.RemoteBases{Mirror: r.Mirror(), Source: req, FileURLs: r.mayReadFiles(s), Hosts: opts.SourceHosts}
 	}
 	built, reused := opts.Cache.Builds()
 	defer func() {

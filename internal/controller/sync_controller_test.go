@@ -54,6 +54,7 @@ func memoryLimit(t *testing.T, u *unstructured.Unstructured) string {
 
 func TestSyncCreatesUpdatesAndPrunesLikeTheSeedStory(t *testing.T) {
 	h := newHarness(t)
+	h.tenantMayWriteClusterWide() // its git holds a Namespace
 	appNS := h.ns + "-app"
 	t.Cleanup(func() {
 		_ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}})
@@ -179,6 +180,7 @@ func TestHandEditIsRevertedAtTheNextSync(t *testing.T) {
 
 func TestCRDAndItsCustomResourceInOneCommit(t *testing.T) {
 	h := newHarness(t)
+	h.tenantMayWriteClusterWide() // its git holds a CRD
 	group := strings.ReplaceAll(h.ns, "-", "") + ".example.com"
 	crd := testenv.CRDManifest(group, "Widget", "widgets")
 	t.Cleanup(func() {

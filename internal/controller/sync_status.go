@@ -38,6 +38,14 @@ type outcome struct {
 	// inventoryLost says the Sync's Inventory was missing when this
 	// agent first read it (see missingInventory), or is empty.
 	inventoryLost string
+	// compared: every object of the render was read and compared with
+	// the cluster (none taken as unchanged from the watches).
+	compared bool
+	// lastCompared is when the live objects were last compared in full:
+	// started when compared, else an earlier sync's; zero when unknown.
+	lastCompared time.Time
+	// reverted words each drift the sync put back (revertedDrift).
+	reverted []string
 }
 
 // pending reports whether a dry run found anything to do.
@@ -65,6 +73,7 @@ var stalledReasons = map[string]bool{
 	v1alpha1.ReasonDependencyCycle:        true,
 	v1alpha1.ReasonServiceAccountRequired: true,
 	v1alpha1.ReasonVerificationFailed:     true,
+	v1alpha1.ReasonAccessDenied:           true,
 }
 
 // maxMessage keeps condition and event messages within what the API
@@ -94,6 +103,9 @@ func (o outcome) message() string {
 		return truncate(fmt.Sprintf("dry run of %s: would %s", source.Short(o.revision), o.wouldDo()))
 	}
 	msg := fmt.Sprintf("applied %s: %s", source.Short(o.revision), o.changes.Summary())
+	if len(o.reverted) > 0 {
+		msg += fmt.Sprintf("; %d reverted: %s", len(o.reverted), strings.Join(o.reverted, "; "))
+	}
 	if o.movedBack != "" {
 		msg += "; " + o.movedBack
 	}
@@ -177,6 +189,24 @@ func (o outcome) unchangedSince(st *v1alpha1.SyncStatus) bool {
 		o.changes.Count(apply.Created)+o.changes.Count(apply.Configured)+o.changes.Count(apply.Pruned) == 0
 }
 
+// inSyncMessage is the Drifted=False message of a sync that applied: it
+// says the cluster matches git only when this sync compared every live
+// object, and otherwise what it knows — what it applied, and when the live
+// objects were last compared.
+func (o outcome) inSyncMessage() string {
+	rev := source.Short(o.revision)
+	if o.compared {
+		return fmt.Sprintf("the cluster matches %s: every live object compared at %s", rev, clock(o.started))
+	}
+	if o.lastCompared.IsZero() {
+		return fmt.Sprintf("applied %s; the live objects were not compared by this agent yet", rev)
+	}
+	return fmt.Sprintf("applied %s; live objects last compared at %s, changes since seen by the watches", rev, clock(o.lastCompared))
+}
+
+// clock is a time as conditions show it: UTC, to the second.
+func clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
 // setStatus records o in st for a Sync at generation.
 func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 	st.ObservedGeneration = generation
@@ -199,9 +229,12 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 		st.LastAppliedRevision = o.revision
 		st.LastAppliedGeneration = generation
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse,
-			ObservedGeneration: generation, Reason: v1alpha1.ReasonInSync, Message: "the cluster matches " + source.Short(o.revision)})
+			ObservedGeneration: generation, Reason: v1alpha1.ReasonInSync, Message: o.inSyncMessage()})
 	default:
 		ready.Status, ready.Reason = metav1.ConditionFalse, o.reason
+	}
+	if o.compared && o.err == nil {
+		st.LastComparedAt = &metav1.Time{Time: o.started.UTC().Truncate(time.Second)}
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{

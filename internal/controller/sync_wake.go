@@ -152,13 +152,18 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.S
 		if err != nil {
 			continue
 		}
+		who, err := r.identityOf(s)
+		if err != nil {
+			continue
+		}
 		// Credentials and trusted keys are read from the Sync's
-		// namespace: the source is the namespace's and the spec's.
-		id := s.Namespace + "\x00" + string(g)
+		// namespace, as the Sync: the source is the namespace's, the
+		// identity's and the spec's.
+		id := s.Namespace + "\x00" + who.name + "\x00" + string(g)
 		res, seen := sources[id]
 		if !seen {
 			res = &resolved{}
-			if res.req, res.err = engine.SourceRequest(ctx, r.Reader, s); res.err == nil {
+			if res.req, res.err = engine.SourceRequest(ctx, readerOf(r.Identities, r.Reader, s, who), s); res.err == nil {
 				res.revision, res.err = r.Mirror().Resolve(ctx, res.req)
 			}
 			sources[id] = res

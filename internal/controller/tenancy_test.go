@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/source"
 )
 
 // agentNamespace is the agent's namespace in these tests: no test
@@ -28,7 +29,7 @@ const agentNamespace = "driftless-system"
 func tenantHarness(t *testing.T, tenancy Tenancy) *harness {
 	t.Helper()
 	h := newHarness(t)
-	h.r.Identities = NewIdentities(tenancy, c, env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
+	h.r.Identities = NewIdentities(tenancy, agentClient, agentConfig, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
 	return h
 }
 
@@ -157,6 +158,12 @@ func TestATenantSyncNeedsAServiceAccount(t *testing.T) {
 	})
 	t.Run("in the agent's namespace it acts as the agent", func(t *testing.T) {
 		h := newHarness(t)
+		// Admin as the agent: this case is about whom a Sync of the
+		// agent's namespace acts as, and its git holds a binding to
+		// cluster-admin, which only an agent that is cluster-admin may
+		// write (config/rbac gives the agent no such right; the root Sync
+		// acts as driftless-root).
+		h.r.Applier = c
 		h.r.Identities = NewIdentities(Tenancy{AgentNamespace: h.ns}, c, env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
 		h.repo.Commit(t, "crb", map[string]string{"crb.yaml": escalation(h.ns)})
 		h.createSync("root", nil)
@@ -192,6 +199,11 @@ func TestATenantSyncMayNotNameWhatIsNotItsOwn(t *testing.T) {
 			func(s *v1alpha1.Sync) {
 				s.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "infra", Namespace: "team-a"}}
 			}, ""},
+		{"a repository on a host --tenant-source-hosts does not list is refused", Tenancy{AgentNamespace: agentNamespace, SourceHosts: sourceHosts(t, "github.com,*.corp.example")},
+			func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "https://169.254.169.254/latest/meta-data.git" },
+			"host 169.254.169.254, which a Sync outside the agent's namespace may not fetch from (the agent's --tenant-source-hosts allows github.com,*.corp.example)"},
+		{"a repository on a listed host is allowed", Tenancy{AgentNamespace: agentNamespace, SourceHosts: sourceHosts(t, "github.com,*.corp.example")},
+			func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "https://git.corp.example/team-a/apps.git" }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -303,4 +315,13 @@ func TestTheAPIServerRefusesGitURLsOfOtherSchemes(t *testing.T) {
 
 func syncNamed(ns, name string) *v1alpha1.Sync {
 	return &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func sourceHosts(t *testing.T, patterns string) source.Hosts {
+	t.Helper()
+	h, err := source.ParseHosts(strings.Split(patterns, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
 )
 
@@ -31,8 +30,9 @@ type Watches struct {
 	kinds map[schema.GroupVersionKind]bool
 	// starting holds kinds whose watch is being started.
 	starting map[schema.GroupVersionKind]bool
-	// self is driftless's field manager: its own writes are not drift.
-	self string
+	// writes is what the agent's own writes returned: those are not
+	// drift, whatever field manager anyone else names.
+	writes *drift.Writes
 }
 
 // Ensure starts a watch for each kind not yet watched and waits (briefly)
@@ -111,10 +111,13 @@ type queue = workqueue.TypedRateLimitingInterface[drift.Request]
 func (w *Watches) handler(gvk schema.GroupVersionKind, since time.Time) handler.TypedEventHandler[*metav1.PartialObjectMetadata, drift.Request] {
 	return handler.TypedFuncs[*metav1.PartialObjectMetadata, drift.Request]{
 		// Creates are what syncs do, and what a new watch lists first;
-		// only an object someone else wrote since the sync began (between
-		// its apply and the watch's first list) is checked.
+		// only an object written since the sync began (between its apply
+		// and the watch's first list) by someone other than the agent
+		// (its resourceVersion is not one the agent's write returned) is
+		// checked.
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*metav1.PartialObjectMetadata], q queue) {
-			if drift.WrittenByOthersSince(e.Object.ManagedFields, w.self, since.Add(-time.Second)) {
+			if drift.WrittenSince(e.Object.ManagedFields, since.Add(-time.Second)) &&
+				!w.writes.Ours(e.Object.UID, e.Object.ResourceVersion) {
 				if req, ok := drift.RequestFor(gvk, e.Object); ok {
 					q.Add(req)
 				}
@@ -122,7 +125,7 @@ func (w *Watches) handler(gvk schema.GroupVersionKind, since time.Time) handler.
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*metav1.PartialObjectMetadata], q queue) {
 			if e.ObjectOld.ResourceVersion == e.ObjectNew.ResourceVersion ||
-				!drift.Relevant(e.ObjectOld.ManagedFields, e.ObjectNew.ManagedFields, w.self) {
+				!drift.Relevant(e.ObjectOld.ManagedFields, e.ObjectNew.ManagedFields, w.writes.Ours(e.ObjectNew.UID, e.ObjectNew.ResourceVersion)) {
 				return
 			}
 			if req, ok := drift.RequestFor(gvk, e.ObjectNew); ok {
@@ -130,6 +133,9 @@ func (w *Watches) handler(gvk schema.GroupVersionKind, since time.Time) handler.
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*metav1.PartialObjectMetadata], q queue) {
+			// Gone, or no longer labelled: what the agent wrote of it is
+			// not needed any more (a re-created object has another UID).
+			w.writes.Forget(e.Object.UID)
 			if req, ok := drift.RequestFor(gvk, e.Object); ok {
 				q.Add(req)
 			}
@@ -148,5 +154,5 @@ func SetupDriftWithManager(mgr ctrl.Manager, r *DriftReconciler, concurrency int
 		return nil, err
 	}
 	return &Watches{ctrl: c, cache: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{},
-		starting: map[schema.GroupVersionKind]bool{}, self: apply.FieldManager}, nil
+		starting: map[schema.GroupVersionKind]bool{}, writes: r.Store.Writes()}, nil
 }

@@ -42,39 +42,48 @@ func RequestFor(gvk schema.GroupVersionKind, obj metav1.Object) (Request, bool) 
 }
 
 // Relevant reports whether an update of a managed object may be drift:
-// a field manager other than self wrote it (status writers excluded), or
-// fields owned by self were taken away without self writing. Updates by
-// self alone, and resyncs, are not.
-func Relevant(old, cur []metav1.ManagedFieldsEntry, self string) bool {
+// every write the agent did not make itself, whatever field manager it
+// names, except one that changed only what status writers own (the
+// managedFields entries of the status subresource). ours says the new
+// resourceVersion is one the agent's own write returned (Writes.Ours):
+// the agent's own writes are never drift. Resyncs (the same
+// resourceVersion) are the caller's to drop.
+func Relevant(old, cur []metav1.ManagedFieldsEntry, ours bool) bool {
+	if ours {
+		return false
+	}
+	return !statusOnly(old, cur)
+}
+
+// statusOnly reports whether cur differs from old only in entries of the
+// status subresource: every other entry is the same on both sides, and
+// some status entry changed. An update that moved no entry at all is not
+// status-only: nothing says what it changed.
+func statusOnly(old, cur []metav1.ManagedFieldsEntry) bool {
+	return sameEntries(old, cur, false) && !sameEntries(old, cur, true)
+}
+
+// sameEntries reports whether old and cur hold the same entries of the
+// status subresource (status) or of the object itself (!status).
+func sameEntries(old, cur []metav1.ManagedFieldsEntry, status bool) bool {
 	prev := map[string]metav1.ManagedFieldsEntry{}
 	for _, e := range old {
-		prev[entryKey(e)] = e
+		if (e.Subresource == "status") == status {
+			prev[entryKey(e)] = e
+		}
 	}
-	selfSeen := false
+	n := 0
 	for _, e := range cur {
-		if e.Subresource == "status" {
+		if (e.Subresource == "status") != status {
 			continue
 		}
-		p, existed := prev[entryKey(e)]
-		if e.Manager == self {
-			selfSeen = true
-			if existed && sameTime(p, e) && !sameFields(p, e) {
-				return true // someone else took fields from driftless
-			}
-			continue
+		p, ok := prev[entryKey(e)]
+		if !ok || !sameTime(p, e) || !sameFields(p, e) {
+			return false
 		}
-		if !existed || !sameTime(p, e) || !sameFields(p, e) {
-			return true
-		}
+		n++
 	}
-	if !selfSeen {
-		for _, e := range old {
-			if e.Manager == self && e.Subresource != "status" {
-				return true // driftless no longer owns anything: someone took it all
-			}
-		}
-	}
-	return false
+	return n == len(prev)
 }
 
 func entryKey(e metav1.ManagedFieldsEntry) string {
@@ -95,11 +104,12 @@ func sameFields(a, b metav1.ManagedFieldsEntry) bool {
 	return bytes.Equal(a.FieldsV1.GetRawBytes(), b.FieldsV1.GetRawBytes())
 }
 
-// WrittenByOthersSince reports whether a field manager other than self
-// (status writers excluded) wrote the object at or after since.
-func WrittenByOthersSince(entries []metav1.ManagedFieldsEntry, self string, since time.Time) bool {
+// WrittenSince reports whether any field manager (status writers
+// excluded) wrote the object at or after since, the agent included: the
+// caller tells the agent's own writes by their resourceVersion (Writes).
+func WrittenSince(entries []metav1.ManagedFieldsEntry, since time.Time) bool {
 	for _, e := range entries {
-		if e.Manager != self && e.Subresource != "status" && e.Time != nil && !e.Time.Time.Before(since.Truncate(time.Second)) {
+		if e.Subresource != "status" && e.Time != nil && !e.Time.Time.Before(since.Truncate(time.Second)) {
 			return true
 		}
 	}
@@ -111,7 +121,7 @@ const digestPrefix = `"sha256:`
 
 // CompactMetadata is a cache transform (client-go's TransformFunc) for
 // the metadata-only objects of the drift watches. It keeps what
-// RequestFor, Relevant and WrittenByOthersSince read — names, labels, and
+// RequestFor, Relevant and WrittenSince read — names, labels, and
 // each managedFields entry's manager, operation, subresource and time —
 // and replaces each entry's field set, the largest part of an object's
 // metadata, by a digest of it, which Relevant compares as it compared the

@@ -24,38 +24,66 @@ func TestRelevantTellsDriftFromOurOwnAndStatusWrites(t *testing.T) {
 	tests := []struct {
 		name     string
 		old, cur []metav1.ManagedFieldsEntry
-		want     bool
+		// own: the new resourceVersion is one the agent's write returned.
+		own  bool
+		want bool
 	}{
 		{"our own apply is not drift",
 			[]metav1.ManagedFieldsEntry{ours},
-			[]metav1.ManagedFieldsEntry{entry("driftless", t1, `{"f:spec":{"f:replicas":{},"f:x":{}}}`, "")}, false},
+			[]metav1.ManagedFieldsEntry{entry("driftless", t1, `{"f:spec":{"f:replicas":{},"f:x":{}}}`, "")}, true, false},
+		{"an apply by someone else under our field manager's name is drift",
+			[]metav1.ManagedFieldsEntry{ours},
+			[]metav1.ManagedFieldsEntry{entry("driftless", t1, `{"f:spec":{"f:replicas":{},"f:x":{}}}`, "")}, false, true},
+		{"an apply under our name in the same second, with the same fields, is drift",
+			[]metav1.ManagedFieldsEntry{ours},
+			[]metav1.ManagedFieldsEntry{ours}, false, true},
 		{"a status update by a controller is not drift",
 			[]metav1.ManagedFieldsEntry{ours},
-			[]metav1.ManagedFieldsEntry{ours, entry("kube-controller-manager", t1, `{"f:status":{}}`, "status")}, false},
+			[]metav1.ManagedFieldsEntry{ours, entry("kube-controller-manager", t1, `{"f:status":{}}`, "status")}, false, false},
+		{"a second status update by a controller is not drift",
+			[]metav1.ManagedFieldsEntry{ours, entry("kube-controller-manager", t0, `{"f:status":{}}`, "status")},
+			[]metav1.ManagedFieldsEntry{ours, entry("kube-controller-manager", t1, `{"f:status":{}}`, "status")}, false, false},
 		{"kubectl edit is drift",
 			[]metav1.ManagedFieldsEntry{ours},
-			[]metav1.ManagedFieldsEntry{ours, entry("kubectl-edit", t1, `{"f:spec":{"f:replicas":{}}}`, "")}, true},
+			[]metav1.ManagedFieldsEntry{ours, entry("kubectl-edit", t1, `{"f:spec":{"f:replicas":{}}}`, "")}, false, true},
 		{"a second edit by the same manager is drift",
 			[]metav1.ManagedFieldsEntry{ours, entry("kubectl-edit", t0, `{"f:spec":{"f:replicas":{}}}`, "")},
-			[]metav1.ManagedFieldsEntry{ours, entry("kubectl-edit", t1, `{"f:spec":{"f:replicas":{}}}`, "")}, true},
+			[]metav1.ManagedFieldsEntry{ours, entry("kubectl-edit", t1, `{"f:spec":{"f:replicas":{}}}`, "")}, false, true},
 		{"fields taken from us without our write is drift",
 			[]metav1.ManagedFieldsEntry{ours},
-			[]metav1.ManagedFieldsEntry{entry("driftless", t0, `{"f:spec":{}}`, "")}, true},
-		{"a resync with nothing changed is not drift",
-			[]metav1.ManagedFieldsEntry{ours},
-			[]metav1.ManagedFieldsEntry{ours}, false},
+			[]metav1.ManagedFieldsEntry{entry("driftless", t0, `{"f:spec":{}}`, "")}, false, true},
+		{"an annotation removed with its manager's entry is drift (reconcile: disabled taken off)",
+			[]metav1.ManagedFieldsEntry{ours, entry("kubectl-annotate", t0, `{"f:metadata":{"f:annotations":{}}}`, "")},
+			[]metav1.ManagedFieldsEntry{ours}, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Relevant(tt.old, tt.cur, "driftless"); got != tt.want {
+			if got := Relevant(tt.old, tt.cur, tt.own); got != tt.want {
 				t.Errorf("Relevant = %v, want %v", got, tt.want)
 			}
 			// The drift watches' cache holds digests of the field sets:
 			// the answer is the same.
-			if got := Relevant(compacted(t, tt.old), compacted(t, tt.cur), "driftless"); got != tt.want {
+			if got := Relevant(compacted(t, tt.old), compacted(t, tt.cur), tt.own); got != tt.want {
 				t.Errorf("Relevant of the cached (compacted) metadata = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestWritesKnowsOnlyTheResourceVersionItsOwnWriteReturned(t *testing.T) {
+	w := NewWrites()
+	w.Wrote("uid-1", "41")
+	switch {
+	case !w.Ours("uid-1", "41"):
+		t.Error("the resourceVersion our write returned is not ours")
+	case w.Ours("uid-1", "42"):
+		t.Error("a later resourceVersion (someone else's write) is taken for ours")
+	case w.Ours("uid-2", "41"):
+		t.Error("another object's resourceVersion is taken for ours")
+	}
+	w.Forget("uid-1")
+	if w.Ours("uid-1", "41") || w.Len() != 0 {
+		t.Errorf("a forgotten object is still remembered (%d entries)", w.Len())
 	}
 }
 

@@ -39,7 +39,7 @@ func Capabilities(dc discovery.DiscoveryInterface) (string, []string, error) {
 
 // valuesReader reads the values of HelmCharts' valuesFrom from the
 // ConfigMaps and Secrets in namespace.
-func valuesReader(ctx context.Context, reader client.Reader, namespace string) render.ValuesReader {
+func valuesReader(ctx context.Context, reader Reader, namespace string) render.ValuesReader {
 	return func(kind, name, key string) ([]byte, error) {
 		objKey := client.ObjectKey{Namespace: namespace, Name: name}
 		var data map[string][]byte

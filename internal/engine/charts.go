@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/source"
 	"github.com/driftless/driftless/internal/source/charts"
 )
 
@@ -18,14 +19,15 @@ import (
 // credentials of each HelmChart's secretRef in the Sync's namespace.
 type repositoryCharts struct {
 	ctx       context.Context
-	reader    client.Reader
+	reader    Reader
 	namespace string
 	fetcher   *charts.Fetcher
+	hosts     source.Hosts
 }
 
 func (f repositoryCharts) FetchChart(req render.ChartRequest) (render.FetchedChart, error) {
 	c := req.Chart
-	ref := charts.Ref{Repository: c.Repository, OCI: c.OCI, Name: c.Name, Version: c.Version}
+	ref := charts.Ref{Repository: c.Repository, OCI: c.OCI, Name: c.Name, Version: c.Version, Hosts: f.hosts}
 	if c.SecretRef != nil {
 		if f.reader == nil {
 			return render.FetchedChart{}, errors.New("spec.chart.secretRef needs the cluster: use driftless build --sync")

@@ -27,7 +27,7 @@ var ErrKeysUnreadable = errors.New("decryption keys could not be read")
 // Secrets must not be cached. A missing Secret, or one without an age
 // identity, is an error naming the Secret and never its content; an API
 // error reading it wraps ErrKeysUnreadable.
-func DecryptionKeys(ctx context.Context, reader client.Reader, s *v1alpha1.Sync, defaultKey client.ObjectKey) (*secrets.Keys, error) {
+func DecryptionKeys(ctx context.Context, reader Reader, s *v1alpha1.Sync, defaultKey client.ObjectKey) (*secrets.Keys, error) {
 	var key client.ObjectKey
 	var field string
 	switch d := s.Spec.Decryption; {

@@ -24,6 +24,9 @@ type RemoteBases struct {
 	// FileURLs lets a remote base be a file:// repository: only for a
 	// Sync that may itself read file:// sources.
 	FileURLs bool
+	// Hosts, when it restricts, are the only hosts a remote base may be
+	// fetched from (--tenant-source-hosts for a tenant's Sync).
+	Hosts source.Hosts
 }
 
 // Fetcher returns the render.RemoteFetcher of b for one render under
@@ -55,6 +58,9 @@ func (f remoteFetcher) FetchRemote(base render.RemoteBase) (render.RemoteTree, e
 	}
 	if protocol == source.ProtocolFile && !f.bases.FileURLs {
 		return render.RemoteTree{}, errors.New("a file:// repository is a path on the agent, which this Sync may not read: serve it over ssh:// or https://")
+	}
+	if err := f.bases.Hosts.CheckHost("the remote base "+source.Redact(base.Repo), base.Repo); err != nil {
+		return render.RemoteTree{}, err
 	}
 	req := source.Request{URL: base.Repo}
 	if source.SharesCredentials(f.bases.Source.URL, base.Repo) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -28,6 +29,11 @@ type Input struct {
 	// without asking it (the controller knows from its watches): they are
 	// reported Unchanged and cost no request.
 	Known func(plan.Step) bool
+	// Keep and Written are passed to the apply (apply.Options): the
+	// objects whose Configured change keeps the object before and after,
+	// and who is told of each write.
+	Keep    func(plan.ID) bool
+	Written func(obj *unstructured.Unstructured)
 	// Wait says when to wait for waves to be healthy, and how to report
 	// it (see apply.WaitOptions).
 	Wait apply.WaitOptions
@@ -86,6 +92,7 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 	opts := apply.DefaultOptions(s.LabelValue())
 	opts.DryRun = in.DryRun
 	opts.Wait = in.Wait
+	opts.Keep, opts.Written = in.Keep, in.Written
 	if in.Record != nil && !in.DryRun && adds(in.Inventory, p.Inventory()) {
 		opts.BeforeWrite = func(ctx context.Context) error {
 			return in.Record(ctx, inventory.Union(in.Inventory, p.Inventory()))

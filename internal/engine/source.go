@@ -19,7 +19,7 @@ import (
 // the Secret of its trusted keys (spec.source.git.verify) with reader. The
 // error names the Secret, never its content; FetchReason gives its Ready
 // reason.
-func SourceRequest(ctx context.Context, reader client.Reader, s *v1alpha1.Sync) (source.Request, error) {
+func SourceRequest(ctx context.Context, reader Reader, s *v1alpha1.Sync) (source.Request, error) {
 	g := s.Spec.Source.Git
 	req := source.Request{URL: g.URL, Ref: source.Ref{Branch: g.Branch, Tag: g.Tag, Commit: g.Commit}}
 	if g.SecretRef != nil {
@@ -44,7 +44,7 @@ func SourceRequest(ctx context.Context, reader client.Reader, s *v1alpha1.Sync) 
 // verification reads the trusted keys of v. A missing Secret, or one
 // without a usable key, is a *source.VerificationError: nothing is
 // applied until it is fixed.
-func verification(ctx context.Context, reader client.Reader, namespace string, v *v1alpha1.GitVerification) (*source.Verification, error) {
+func verification(ctx context.Context, reader Reader, namespace string, v *v1alpha1.GitVerification) (*source.Verification, error) {
 	var secret corev1.Secret
 	key := client.ObjectKey{Namespace: namespace, Name: v.SecretRef.Name}
 	if err := reader.Get(ctx, key, &secret); err != nil {
@@ -125,14 +125,19 @@ type RenderOptions struct {
 	KubeVersion string
 	APIVersions []string
 	// Reader reads the ConfigMaps and Secrets of HelmCharts' valuesFrom
-	// in the Sync's namespace; nil makes valuesFrom an error.
-	Reader client.Reader
+	// and chart secretRef in the Sync's namespace, as whoever the caller
+	// reads for the Sync (see Reader); nil makes valuesFrom an error.
+	Reader Reader
 	// Charts fetches charts from chart repositories and OCI registries;
 	// nil makes such a HelmChart an error. ChartCache, when Charts is nil,
 	// fetches them with the credentials of the HelmChart's secretRef in
 	// the Sync's namespace, read with Reader.
 	Charts     render.ChartFetcher
 	ChartCache *charts.Fetcher
+	// SourceHosts, when it restricts, are the only hosts ChartCache may
+	// fetch a chart from (repository, registry, download URL): the
+	// agent's --tenant-source-hosts for a Sync outside its namespace.
+	SourceHosts source.Hosts
 	// ReadOutside, when set, is called when the render reads something
 	// that is not in the checkout: a chart from a repository, or
 	// valuesFrom. Such a render may change with no new commit, so it must
@@ -167,7 +172,7 @@ func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revis
 	}
 	chartFetcher := o.Charts
 	if chartFetcher == nil && o.ChartCache != nil {
-		chartFetcher = repositoryCharts{ctx: ctx, reader: o.Reader, namespace: s.Namespace, fetcher: o.ChartCache}
+		chartFetcher = repositoryCharts{ctx: ctx, reader: o.Reader, namespace: s.Namespace, fetcher: o.ChartCache, hosts: o.SourceHosts}
 	}
 	if chartFetcher != nil {
 		chartFetcher = readOutside{chartFetcher, outside}

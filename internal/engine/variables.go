@@ -30,7 +30,7 @@ var ErrVariablesUnreadable = errors.New("variables could not be read")
 // substituted. A missing object that is not optional, or a data key that
 // is not a variable name, is an error naming the object and never a
 // value; an API error reading one wraps ErrVariablesUnreadable.
-func Variables(ctx context.Context, reader client.Reader, s *v1alpha1.Sync) (map[string]render.Variable, error) {
+func Variables(ctx context.Context, reader Reader, s *v1alpha1.Sync) (map[string]render.Variable, error) {
 	if s.Spec.Substitute == nil && len(s.Spec.SubstituteFrom) == 0 {
 		return nil, nil
 	}

@@ -7,7 +7,9 @@
 // (Forgejo too), /hooks/bitbucket (Bitbucket Server / Data Center) and
 // /hooks/generic — checks the request the way that provider signs it, with
 // secrets read from one Secret in the agent's namespace (secret.go),
-// compared in constant time. Requests are rate-limited per remote address
+// compared in constant time; it wakes any Sync. /hooks/<provider>/<namespace>
+// checks the request with the Secret TenantSecretName of that namespace
+// and wakes only that namespace's Syncs. Requests are rate-limited per remote address
 // and overall, bodies are limited in size, and a delivery seen before is
 // ignored (limits.go). Payloads are parsed into a Push (payload.go) and
 // matched against Syncs by repository and ref (match.go).

@@ -82,6 +82,7 @@ type Receiver struct {
 	limiter    *limiter
 	deliveries *deliveries
 	secrets    *secrets
+	tenants    *tenantSecrets
 
 	mu       sync.Mutex
 	lastWarn map[string]time.Time
@@ -121,6 +122,7 @@ func New(opts Options) (*Receiver, error) {
 		limiter:    newLimiter(opts.Limits),
 		deliveries: newDeliveries(opts.Limits.ReplayWindow),
 		secrets:    &secrets{reader: opts.Secrets, name: opts.Secret, ttl: opts.Limits.SecretTTL},
+		tenants:    &tenantSecrets{reader: opts.Secrets, ttl: opts.Limits.SecretTTL},
 		lastWarn:   map[string]time.Time{},
 		refused:    map[string]int{},
 	}, nil
@@ -181,7 +183,11 @@ type Reply struct {
 	Woken []string `json:"woken"`
 }
 
-// ServeHTTP answers POST /hooks/<provider>. Checks run cheapest first:
+// ServeHTTP answers POST /hooks/<provider>, signed with the agent's
+// webhook Secret, which wakes any Sync, and POST
+// /hooks/<provider>/<namespace>, signed with the Secret TenantSecretName
+// of that namespace, which wakes only that namespace's Syncs. Checks run
+// cheapest first:
 // delivery budgets checked, not spent (429: the sender's, all
 // addresses'), leadership (503), body size (413), signature (401, and a
 // Warning event; 429 past the sender's or all addresses' refused
@@ -192,9 +198,11 @@ type Reply struct {
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	now := r.opts.Now()
 	name, _ := strings.CutPrefix(req.URL.Path, "/hooks/")
+	name, namespace, tenant := strings.Cut(name, "/")
 	p, ok := providers[name]
-	if !ok {
-		r.answer(w, "unknown", http.StatusNotFound, "not_found", "no such endpoint: use /hooks/"+strings.Join(ProviderNames(), ", /hooks/"))
+	if !ok || tenant && !validNamespace(namespace) {
+		r.answer(w, "unknown", http.StatusNotFound, "not_found", "no such endpoint: use /hooks/"+strings.Join(ProviderNames(), ", /hooks/")+
+			", or /hooks/<provider>/<namespace> with the Secret "+TenantSecretName+" of that namespace")
 		return
 	}
 	if req.Method != http.MethodPost {
@@ -223,10 +231,26 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
-	secret, err := r.secrets.forProvider(req.Context(), name, now)
+	endpoint, secrets := name, r.secrets
+	if tenant {
+		endpoint, secrets = name+"/"+namespace, r.tenants.of(namespace, now)
+	}
+	secret, err := secrets.forProvider(req.Context(), name, now)
+	if err != nil && tenant {
+		// A namespace without the Secret has no endpoint: refused as a
+		// bad signature is, so that an unsigned request learns nothing.
+		if !r.limiter.refused(addr, now) {
+			w.Header().Set("Retry-After", "1")
+			r.answer(w, name, http.StatusTooManyRequests, "rate_limited", "too many requests that fail the signature check: slow down")
+			return
+		}
+		r.log.Info("refused a webhook request for a namespace", "endpoint", endpoint, "remote", addr, "reason", err.Error())
+		r.answer(w, name, http.StatusUnauthorized, "unauthenticated", "the request is not signed with the webhook secret of namespace "+namespace)
+		return
+	}
 	if err != nil {
 		r.log.Error(err, "cannot check a webhook request", "provider", name, "remote", addr)
-		r.warn(name, now, "refused a request to /hooks/%s from %s: %v", name, addr, err)
+		r.warn(secrets.name, endpoint, now, "refused a request to /hooks/%s from %s: %v", endpoint, addr, err)
 		r.answer(w, name, http.StatusServiceUnavailable, "no_secret", "the agent has no webhook secret for "+name+": its log and the events on its webhook Secret say what to set")
 		return
 	}
@@ -236,9 +260,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			r.answer(w, name, http.StatusTooManyRequests, "rate_limited", "too many requests that fail the signature check: slow down")
 			return
 		}
-		r.log.Info("refused an unauthenticated webhook request", "provider", name, "remote", addr, "reason", err.Error())
-		r.warn(name, now, "refused a request to /hooks/%s from %s: %v", name, addr, err)
-		r.answer(w, name, http.StatusUnauthorized, "unauthenticated", "the request is not signed with the webhook secret")
+		r.log.Info("refused an unauthenticated webhook request", "endpoint", endpoint, "remote", addr, "reason", err.Error())
+		r.warn(secrets.name, endpoint, now, "refused a request to /hooks/%s from %s: %v", endpoint, addr, err)
+		msg := "the request is not signed with the webhook secret"
+		if tenant {
+			msg += " of namespace " + namespace
+		}
+		r.answer(w, name, http.StatusUnauthorized, "unauthenticated", msg)
 		return
 	}
 	if !r.limiter.delivered(addr, now) {
@@ -250,9 +278,9 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	_, event := first(req.Header, p.eventHeaders)
 	_, delivery := first(req.Header, p.deliveryHeaders)
 	if delivery != "" {
-		delivery = name + "/" + truncate(delivery, 128)
+		delivery = endpoint + "/" + truncate(delivery, 128)
 		if isFirst, at := r.deliveries.first(delivery, now); !isFirst {
-			r.answer(w, name, http.StatusOK, "replayed", fmt.Sprintf("delivery %s was already received %s ago; ignored", strings.TrimPrefix(delivery, name+"/"), now.Sub(at).Round(time.Second)))
+			r.answer(w, name, http.StatusOK, "replayed", fmt.Sprintf("delivery %s was already received %s ago; ignored", strings.TrimPrefix(delivery, endpoint+"/"), now.Sub(at).Round(time.Second)))
 			return
 		}
 	}
@@ -275,14 +303,14 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.answer(w, name, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	woken, err := r.wake(req.Context(), push)
+	woken, err := r.wake(req.Context(), push, namespace)
 	if err != nil {
 		forget()
 		r.log.Error(err, "could not wake Syncs", "provider", name, "refs", push.Refs)
 		r.answer(w, name, http.StatusServiceUnavailable, "unavailable", "could not wake the Syncs; try again")
 		return
 	}
-	r.log.Info("push received", "provider", name, "delivery", strings.TrimPrefix(delivery, name+"/"), "refs", push.Refs, "woken", woken)
+	r.log.Info("push received", "endpoint", endpoint, "delivery", strings.TrimPrefix(delivery, endpoint+"/"), "refs", push.Refs, "woken", woken)
 	msg, result := fmt.Sprintf("woke %d Sync(s)", len(woken)), "woken"
 	if len(woken) == 0 {
 		msg, result = "no Sync follows "+strings.Join(push.Refs, ", ")+" of this repository", "no_match"
@@ -290,12 +318,16 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.reply(w, name, http.StatusOK, Reply{Message: msg, Woken: woken}, result)
 }
 
-// wake enqueues every Sync the push matches and returns them as
-// namespace/name. On error some may have been enqueued; waking twice is
-// harmless.
-func (r *Receiver) wake(ctx context.Context, p Push) ([]string, error) {
+// wake enqueues every Sync the push matches — of namespace only, unless
+// it is "" — and returns them as namespace/name. On error some may have
+// been enqueued; waking twice is harmless.
+func (r *Receiver) wake(ctx context.Context, p Push, namespace string) ([]string, error) {
 	var list v1alpha1.SyncList
-	if err := r.opts.Syncs.List(ctx, &list); err != nil {
+	var opts []client.ListOption
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if err := r.opts.Syncs.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("list Syncs: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Limits.WakeTimeout)
@@ -324,9 +356,10 @@ func (r *Receiver) elected() bool {
 	}
 }
 
-// warn emits a Warning event on the webhook Secret, at most one per
-// provider every EventInterval; the next one counts those held back.
-func (r *Receiver) warn(provider string, now time.Time, format string, args ...any) {
+// warn emits a Warning event on the webhook Secret on, at most one per
+// endpoint (provider, and namespace for a tenant's) every EventInterval;
+// the next one counts those held back.
+func (r *Receiver) warn(on types.NamespacedName, provider string, now time.Time, format string, args ...any) {
 	if r.opts.Recorder == nil {
 		return
 	}
@@ -343,7 +376,7 @@ func (r *Receiver) warn(provider string, now time.Time, format string, args ...a
 	if held > 0 {
 		note += fmt.Sprintf(" (and %d more refused since the last event)", held)
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.opts.Secret.Namespace, Name: r.opts.Secret.Name}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: on.Namespace, Name: on.Name}}
 	r.opts.Recorder.Eventf(secret, nil, corev1.EventTypeWarning, ReasonWebhookRejected, "Receive", "%s", note)
 }
 

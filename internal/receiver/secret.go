@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -111,4 +112,65 @@ func (s *secrets) read(ctx context.Context, now time.Time) error {
 	}
 	s.fetched = now
 	return nil
+}
+
+// TenantSecretName is the Secret, in a team's own namespace, whose keys
+// (the layout of the agent's webhook Secret: one per provider, or token)
+// authorise pushes at /hooks/<provider>/<namespace>, which wake only that
+// namespace's Syncs.
+const TenantSecretName = "driftless-webhook"
+
+// maxTenantSecrets bounds how many namespaces' Secrets (or their absence)
+// are cached: requests name namespaces, and anyone can send requests.
+const maxTenantSecrets = 1024
+
+// tenantSecrets caches the TenantSecretName Secret of each namespace a
+// request names, as secrets caches the agent's: one read per namespace
+// and TTL however many requests come, a changed Secret used once the TTL
+// passes.
+type tenantSecrets struct {
+	reader client.Reader
+	ttl    time.Duration
+
+	mu sync.Mutex
+	by map[string]*secrets
+}
+
+// of returns the cache of namespace's Secret. Past maxTenantSecrets
+// namespaces, those not read within the TTL are forgotten, then, if that
+// is not enough, any.
+func (t *tenantSecrets) of(namespace string, now time.Time) *secrets {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.by[namespace]; ok {
+		return s
+	}
+	if t.by == nil {
+		t.by = map[string]*secrets{}
+	}
+	if len(t.by) >= maxTenantSecrets {
+		for ns, s := range t.by {
+			s.mu.Lock()
+			old := now.Sub(s.fetched) >= t.ttl
+			s.mu.Unlock()
+			if old {
+				delete(t.by, ns)
+			}
+		}
+		for ns := range t.by {
+			if len(t.by) < maxTenantSecrets {
+				break
+			}
+			delete(t.by, ns)
+		}
+	}
+	s := &secrets{reader: t.reader, name: types.NamespacedName{Namespace: namespace, Name: TenantSecretName}, ttl: t.ttl}
+	t.by[namespace] = s
+	return s
+}
+
+// validNamespace reports whether ns can be a namespace's name (a DNS
+// label), so that a request cannot make the receiver read anything else.
+func validNamespace(ns string) bool {
+	return len(validation.IsDNS1123Label(ns)) == 0
 }

@@ -103,12 +103,20 @@ func Resolve(ctx context.Context, req Request) (string, error) {
 
 // Checkout makes dir a checkout of revision of req, reusing it when it
 // already holds that revision. It returns the checked-out revision. For
-// branches and tags it fetches only the one commit (shallow).
+// branches and tags it fetches only the one commit (shallow). dir holds
+// the clone's objects in dir/.git and the revision's files, written by
+// WriteTree with DefaultTreeLimits and read-only: remove dir with
+// RemoveTree. A tree WriteTree refuses fails with a *TreeError.
 //
 // With req.Verify set, a revision without the trusted signature it asks
 // for is refused with a *VerificationError, and dir is left as it was:
 // nothing of the refused revision is written there.
 func Checkout(ctx context.Context, req Request, revision, dir string) (string, error) {
+	return checkoutWithin(ctx, req, revision, dir, TreeLimits{})
+}
+
+// checkoutWithin is Checkout with limits on the tree.
+func checkoutWithin(ctx context.Context, req Request, revision, dir string, limits TreeLimits) (string, error) {
 	if head, err := headOf(dir); err == nil && head == revision &&
 		(req.Verify == nil || req.Verify.verifyCheckout(dir, req.Ref, revision) == nil) {
 		return revision, nil
@@ -118,7 +126,7 @@ func Checkout(ctx context.Context, req Request, revision, dir string) (string, e
 		return "", err
 	}
 	tmp := dir + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
+	if err := RemoveTree(tmp); err != nil {
 		return "", err
 	}
 	opts := &git.CloneOptions{URL: req.URL, Auth: auth, Tags: git.NoTags}
@@ -130,33 +138,29 @@ func Checkout(ctx context.Context, req Request, revision, dir string) (string, e
 	default:
 		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewBranchReferenceName(req.Ref.branch()), true, 1
 	}
-	repo, err := git.PlainCloneContext(ctx, tmp, false, opts)
+	// Only the objects are cloned (bare, into .git): the files are
+	// WriteTree's to write, never go-git's worktree.
+	repo, err := git.PlainCloneContext(ctx, filepath.Join(tmp, ".git"), true, opts)
 	if err != nil {
-		os.RemoveAll(tmp)
+		_ = RemoveTree(tmp)
 		return "", fetchError(req, err)
 	}
 	if req.Verify != nil {
 		if err := req.Verify.verifyRevision(repo, req.Ref, revision); err != nil {
-			os.RemoveAll(tmp)
+			_ = RemoveTree(tmp)
 			return "", err
 		}
 	}
-	head, err := repo.Head()
-	if err != nil {
-		os.RemoveAll(tmp)
-		return "", fmt.Errorf("read HEAD of %s: %w", Redact(req.URL), err)
+	hash := plumbing.NewHash(revision)
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, hash)); err != nil {
+		_ = RemoveTree(tmp)
+		return "", err
 	}
-	if head.Hash().String() != revision {
-		wt, err := repo.Worktree()
-		if err == nil {
-			err = wt.Checkout(&git.CheckoutOptions{Hash: plumbing.NewHash(revision), Force: true})
-		}
-		if err != nil {
-			os.RemoveAll(tmp)
-			return "", fmt.Errorf("check out %s of %s: %w", Short(revision), Redact(req.URL), err)
-		}
+	if err := WriteTree(repo.Storer, hash, tmp, limits); err != nil {
+		_ = RemoveTree(tmp)
+		return "", fmt.Errorf("check out %s of %s: %w", Short(revision), Redact(req.URL), err)
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := RemoveTree(dir); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -43,6 +44,13 @@ type Mirror struct {
 	// Keep is how many trees of one repository are kept while no reader
 	// holds them; 0 means 2.
 	Keep int
+	// AfterFetch, when set, is called after each fetch from a remote, on
+	// a goroutine of its own (the agent's CacheLimit.Collect).
+	AfterFetch func()
+	// Limits bound the tree of a revision (see WriteTree); the zero value
+	// is DefaultTreeLimits. A tree over them, or one WriteTree refuses
+	// otherwise, fails Checkout with a *TreeError.
+	Limits TreeLimits
 
 	mu    sync.Mutex
 	repos map[string]*mirrored
@@ -92,8 +100,18 @@ func (t Tree) Release() {
 
 type mirrored struct {
 	dir string
-	// mu serialises fetches and reads of the git storage, which go-git
-	// does not make safe for concurrent use.
+	// fetching is held (a buffered channel of one, so that a waiter can
+	// leave when its context ends) across a fetch from the remote: one
+	// fetch of a mirror at a time. It is taken before mu, never while
+	// holding it.
+	fetching chan struct{}
+	// used is when a reader last asked for the mirror (Unix nanoseconds).
+	used atomic.Int64
+	// mu serialises reads of the git storage, which go-git does not make
+	// safe for concurrent use, and guards the fields below. It is never
+	// held across the network: a fetch writes through a repository of its
+	// own (see fetch), so readers of revisions the mirror holds do not
+	// wait for it.
 	mu    sync.Mutex
 	repo  *git.Repository
 	trees map[string]*tree
@@ -253,8 +271,6 @@ func (m *Mirror) verify(ctx context.Context, r *mirrored, req Request, revision 
 	if req.Verify == nil {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	commit, err := m.commit(ctx, r, req, revision)
 	if err != nil {
 		return err
@@ -264,22 +280,32 @@ func (m *Mirror) verify(ctx context.Context, r *mirrored, req Request, revision 
 	}
 	if req.Verify.Mode == VerifyTag {
 		// The mirror may hold the commit through a branch, not the tag.
-		if ref, err := r.repo.Reference(plumbing.NewTagReferenceName(req.Ref.Tag), false); err != nil || !m.tagPointsAt(r, ref.Hash(), revision) {
-			if err := m.fetch(ctx, r, req); err != nil {
+		tagged := func() bool { return m.tagPointsAt(r, req.Ref.Tag, revision) }
+		r.mu.Lock()
+		ok := tagged()
+		r.mu.Unlock()
+		if !ok {
+			if err := m.fetch(ctx, r, req, tagged); err != nil {
 				return err
 			}
 		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return req.Verify.verifyRevision(r.repo, req.Ref, revision)
 }
 
-// tagPointsAt reports whether the tag or commit object hash is, or
-// points at, revision. r.mu is held.
-func (m *Mirror) tagPointsAt(r *mirrored, hash plumbing.Hash, revision string) bool {
-	if hash.String() == revision {
+// tagPointsAt reports whether the mirror's tag is, or points at,
+// revision. r.mu is held.
+func (m *Mirror) tagPointsAt(r *mirrored, tag, revision string) bool {
+	ref, err := r.repo.Reference(plumbing.NewTagReferenceName(tag), false)
+	if err != nil {
+		return false
+	}
+	if ref.Hash().String() == revision {
 		return true
 	}
-	t, err := r.repo.TagObject(hash)
+	t, err := r.repo.TagObject(ref.Hash())
 	return err == nil && t.Target.String() == revision
 }
 
@@ -290,6 +316,7 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.repos[key]; ok {
+		r.used.Store(time.Now().UnixNano())
 		return r, nil
 	}
 	dir := filepath.Join(m.Dir, key)
@@ -297,7 +324,7 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 		return nil, err
 	}
 	// Trees of an earlier run are not known to be complete: start over.
-	if err := os.RemoveAll(filepath.Join(dir, "trees")); err != nil {
+	if err := RemoveTree(filepath.Join(dir, "trees")); err != nil {
 		return nil, err
 	}
 	gitDir := filepath.Join(dir, "git")
@@ -318,7 +345,8 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 	if m.repos == nil {
 		m.repos = map[string]*mirrored{}
 	}
-	r := &mirrored{dir: dir, repo: repo, trees: map[string]*tree{}}
+	r := &mirrored{dir: dir, repo: repo, trees: map[string]*tree{}, fetching: make(chan struct{}, 1)}
+	r.used.Store(time.Now().UnixNano())
 	m.repos[key] = r
 	return r, nil
 }
@@ -337,20 +365,30 @@ func mirrorKey(req Request) string {
 
 // commit returns revision's commit, fetching the ref's tip if the mirror
 // lacks it; nil if the tip is not revision any more (the ref moved on
-// since revision was resolved: the mirror fetches tips only). r.mu is held.
+// since revision was resolved: the mirror fetches tips only). r.mu is not
+// held; the commit is read under it again by whoever reads its files.
 func (m *Mirror) commit(ctx context.Context, r *mirrored, req Request, revision string) (*object.Commit, error) {
 	hash := plumbing.NewHash(revision)
-	if commit, err := r.repo.CommitObject(hash); err == nil {
+	lookup := func() *object.Commit {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		commit, err := r.repo.CommitObject(hash)
+		if err != nil {
+			return nil
+		}
+		return commit
+	}
+	if commit := lookup(); commit != nil {
 		return commit, nil
 	}
-	if err := m.fetch(ctx, r, req); err != nil {
+	has := func() bool {
+		_, err := r.repo.CommitObject(hash)
+		return err == nil
+	}
+	if err := m.fetch(ctx, r, req, has); err != nil {
 		return nil, err
 	}
-	commit, err := r.repo.CommitObject(hash)
-	if err != nil {
-		return nil, nil
-	}
-	return commit, nil
+	return lookup(), nil
 }
 
 // PathsDigest returns a digest of what paths hold at revision of req, once
@@ -367,18 +405,15 @@ func (m *Mirror) PathsDigest(ctx context.Context, req Request, revision string, 
 	if err != nil {
 		return "", false, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	commit, err := m.commit(ctx, r, req, revision)
 	if err != nil || commit == nil {
 		return "", false, err
 	}
-	r.mu.Unlock()
-	err = m.verify(ctx, r, req, revision)
-	r.mu.Lock()
-	if err != nil {
+	if err := m.verify(ctx, r, req, revision); err != nil {
 		return "", false, err
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err := r.useRoot(commit); err != nil {
 		return "", false, nil
 	}
@@ -435,8 +470,6 @@ func hasSymlink(t *object.Tree) bool {
 // write fetches revision if the mirror lacks it and writes its files into
 // dir.
 func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, dir string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	commit, err := m.commit(ctx, r, req, revision)
 	if err != nil {
 		return err
@@ -445,30 +478,30 @@ func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, 
 		// Clone the history that holds revision.
 		m.fetches.Add(1)
 		history := Request{URL: req.URL, Ref: Ref{Commit: revision}, Credentials: req.Credentials, Verify: req.Verify}
-		if _, err := Checkout(ctx, history, revision, dir); err != nil {
+		if _, err := checkoutWithin(ctx, history, revision, dir, m.Limits); err != nil {
 			return err
 		}
 		// The clone's .git names the URL, which may hold a token; the
 		// tree is read only for its files.
-		if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+		if err := removeGitDir(dir); err != nil {
 			return err
 		}
 		m.trees.Add(1)
 		return nil
 	}
-	files, err := commit.Files()
-	if err != nil {
-		return fmt.Errorf("read commit %s of %s: %w", Short(revision), Redact(req.URL), err)
-	}
+	// r.repo is replaced by a fetch when it ends: read its objects under
+	// r.mu.
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	tmp := dir + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
+	if err := RemoveTree(tmp); err != nil {
 		return err
 	}
-	if err := writeFiles(files, tmp); err != nil {
-		os.RemoveAll(tmp)
+	if err := WriteTree(r.repo.Storer, commit.Hash, tmp, m.Limits); err != nil {
+		_ = RemoveTree(tmp)
 		return fmt.Errorf("check out %s of %s: %w", Short(revision), Redact(req.URL), err)
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := RemoveTree(dir); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
@@ -479,12 +512,43 @@ func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, 
 }
 
 // fetch brings the ref's tip into the mirror (only the objects it does not
-// have yet), or for a commit ref the history of every branch.
-func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request) error {
+// have yet), or for a commit ref the history of every branch, unless done
+// (called under r.mu; nil means never) says a fetch that ended while this
+// one waited brought what the caller needs.
+//
+// One fetch of a mirror runs at a time; a caller waits for its turn until
+// ctx ends. The fetch writes through a repository of its own, opened on
+// the mirror's directory, without r.mu: readers keep reading the objects
+// they have through r.repo, which the fetch replaces once it is done
+// (git only adds objects, so what they read stays valid).
+func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request, done func() bool) error {
 	auth, err := req.Credentials.authMethod(req.URL)
 	if err != nil {
 		return err
 	}
+	select {
+	case r.fetching <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("fetch %s: waiting for another fetch of it: %w", Redact(req.URL), ctx.Err())
+	}
+	defer func() { <-r.fetching }()
+	if done != nil {
+		r.mu.Lock()
+		ok := done()
+		r.mu.Unlock()
+		if ok {
+			return nil
+		}
+	}
+	repo, err := git.PlainOpen(filepath.Join(r.dir, "git"))
+	if err != nil {
+		return fmt.Errorf("open the mirror of %s: %w", Redact(req.URL), err)
+	}
+	defer func() {
+		r.mu.Lock()
+		r.repo = repo
+		r.mu.Unlock()
+	}()
 	var spec config.RefSpec
 	switch {
 	case req.Ref.Commit != "":
@@ -499,7 +563,10 @@ func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request) error {
 		opts.Depth = 1
 	}
 	m.fetches.Add(1)
-	err = r.repo.FetchContext(ctx, opts)
+	if m.AfterFetch != nil {
+		defer func() { go m.AfterFetch() }()
+	}
+	err = repo.FetchContext(ctx, opts)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		if errors.Is(err, git.NoMatchingRefSpecError{}) && req.Ref.Tag == "" && req.Ref.Commit == "" {
 			return &noBranchError{err: fetchError(req, err)}
@@ -507,53 +574,6 @@ func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request) error {
 		return fetchError(req, err)
 	}
 	return nil
-}
-
-// writeFiles writes the files of a commit under dir: regular and
-// executable files, and symbolic links as links (render refuses those that
-// leave the tree). Submodules are not files of the commit and are skipped.
-func writeFiles(files *object.FileIter, dir string) error {
-	defer files.Close()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	return files.ForEach(func(f *object.File) error {
-		if !filepath.IsLocal(f.Name) {
-			return fmt.Errorf("file %q leaves the repository", f.Name)
-		}
-		name := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-			return err
-		}
-		switch f.Mode {
-		case filemode.Symlink:
-			target, err := f.Contents()
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, name)
-		case filemode.Regular, filemode.Executable, filemode.Deprecated:
-			return writeBlob(f, name)
-		}
-		return nil
-	})
-}
-
-func writeBlob(f *object.File, name string) error {
-	in, err := f.Reader()
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // collect removes trees no reader holds, beyond the newest Keep. r.mu is
@@ -576,7 +596,7 @@ func (m *Mirror) collect(r *mirrored) {
 		t := r.trees[rev]
 		delete(r.trees, rev)
 		r.order = deleteString(r.order, rev)
-		_ = os.RemoveAll(t.dir)
+		_ = RemoveTree(t.dir)
 	}
 }
 

@@ -69,6 +69,12 @@ func (m *Mirror) Base(ctx context.Context, req Request, dir string, paths []stri
 			return nil, err
 		}
 	}
+	// go-git's worktree writes these files (the writer commits from its
+	// index): the tree is checked first as WriteTree checks it, so no path
+	// passes through a link, leads out or names .git.
+	if _, err := planTree(repo.Storer, tip.Hash(), m.Limits.withDefaults()); err != nil {
+		return nil, err
+	}
 	wt, err := repo.Worktree()
 	if err != nil {
 		return nil, err
@@ -80,15 +86,15 @@ func (m *Mirror) Base(ctx context.Context, req Request, dir string, paths []stri
 }
 
 // copyTip fetches the tip of req's branch into the mirror, checks its
-// signature if req asks, and copies it into to; it holds r.mu, not for
-// the checkout that follows.
+// signature if req asks, and copies it into to; it holds r.mu after the
+// fetch, not for the checkout that follows.
 func (m *Mirror) copyTip(ctx context.Context, r *mirrored, req Request, to storage.Storer) (*plumbing.Reference, error) {
 	branch := req.Ref.branch()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := m.fetch(ctx, r, req); err != nil {
+	if err := m.fetch(ctx, r, req, nil); err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	tip, err := r.repo.Reference(plumbing.NewRemoteReferenceName("origin", branch), true)
 	if err != nil {
 		return nil, fmt.Errorf("branch %s of %s after fetch: %w", branch, Redact(req.URL), err)

@@ -370,3 +370,72 @@ func sshSign(t testing.TB, key *testenv.SigningKey, namespace string, message []
 	}
 	return string(out)
 }
+
+// TestMirrorVerifiesOpenPGPSignedCommitsAndTags goes through the agent's
+// own path, Mirror.Checkout and its verify, with keys made by gpg: what a
+// trusted key signed is served, anything else is refused.
+func TestMirrorVerifiesOpenPGPSignedCommitsAndTags(t *testing.T) {
+	gpgKey, otherGPG := testenv.NewGPGSigningKey(t), testenv.NewGPGSigningKey(t)
+	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
+	m := &Mirror{Dir: t.TempDir()}
+	head := Request{URL: repo.FileURL(), Ref: Ref{Branch: "main"}, Verify: verification(t, VerifyHEAD, trust(gpgKey))}
+	checkout := func(req Request) (string, Tree, error) {
+		t.Helper()
+		rev, err := m.Resolve(context.Background(), req)
+		if err != nil {
+			t.Fatalf("resolve: %v", err)
+		}
+		tr, err := m.Checkout(context.Background(), req, rev)
+		return rev, tr, err
+	}
+
+	repo.SignedCommit(t, gpgKey, "v1", map[string]string{"app.yaml": "v: 1\n"})
+	_, tr, err := checkout(head)
+	if err != nil {
+		t.Fatalf("a commit signed by a trusted OpenPGP key was refused: %v", err)
+	}
+	if got := readTreeFile(t, tr, "app.yaml"); got != "v: 1\n" {
+		t.Errorf("app.yaml = %q, want v: 1", got)
+	}
+	tr.Release()
+
+	for _, tc := range []struct {
+		name   string
+		commit func() string
+		wants  []string
+	}{
+		{"an unsigned commit", func() string { return repo.Commit(t, "unsigned", map[string]string{"app.yaml": "v: 2\n"}) },
+			[]string{"is not signed", "sign the commit with a trusted key"}},
+		{"a commit signed by an OpenPGP key not trusted", func() string { return repo.SignedCommit(t, otherGPG, "other", map[string]string{"app.yaml": "v: 3\n"}) },
+			[]string{"is signed by OpenPGP key " + otherGPG.ID, "not trusted"}},
+	} {
+		pushed := tc.commit()
+		rev, _, err := checkout(head)
+		if rev != pushed {
+			t.Fatalf("%s: resolved %s, want %s", tc.name, Short(rev), Short(pushed))
+		}
+		var ve *VerificationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("%s: checkout returned %v, want a VerificationError", tc.name, err)
+		}
+		for _, w := range append(tc.wants, "commit "+Short(rev)) {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error lacks %q:\n%s", tc.name, w, err)
+			}
+		}
+	}
+
+	repo.SignedTag(t, gpgKey, "v1")
+	repo.SignedTag(t, otherGPG, "v2")
+	for tag, want := range map[string]string{"v1": "", "v2": "is signed by OpenPGP key " + otherGPG.ID} {
+		_, tr, err := checkout(Request{URL: repo.FileURL(), Ref: Ref{Tag: tag}, Verify: verification(t, VerifyTag, trust(gpgKey))})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("tag %s signed by a trusted OpenPGP key was refused: %v", tag, err)
+		case want == "":
+			tr.Release()
+		case err == nil || !strings.Contains(err.Error(), want):
+			t.Errorf("tag %s: checkout returned %v, want an error with %q", tag, err, want)
+		}
+	}
+}

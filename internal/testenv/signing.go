@@ -49,12 +49,12 @@ func NewSSHSigningKey(t testing.TB) *SigningKey {
 }
 
 // NewGPGSigningKey makes an ed25519 OpenPGP key in a GnuPG home of its
-// own, whose agent is stopped at the end of the test. It skips the test
-// when gpg is not installed.
+// own, whose agent is stopped at the end of the test. When gpg is not
+// installed it skips the test, or fails it under CI=true (MissingTool).
 func NewGPGSigningKey(t testing.TB) *SigningKey {
 	t.Helper()
 	if _, err := exec.LookPath("gpg"); err != nil {
-		t.Skip("gpg is not installed: OpenPGP signatures are not tested")
+		MissingTool(t, "gpg is not installed (Debian package gnupg): OpenPGP signatures are not tested")
 	}
 	// A short path: gpg-agent's socket lives in the home directory.
 	home, err := os.MkdirTemp("", "gpg")

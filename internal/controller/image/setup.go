@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-
+	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/image/policy"
 	"github.com/driftless/driftless/internal/source"
 )
@@ -26,6 +26,9 @@ type Options struct {
 	// AgentNamespace is the agent's namespace: Syncs elsewhere may use
 	// only the ImagePolicies of their own namespace.
 	AgentNamespace string
+	// ReaderOf, when set, returns what reads the Secrets a Sync names
+	// (the Sync controller's ReaderOf); nil: the agent's reader.
+	ReaderOf func(*v1alpha1.Sync) (engine.Reader, error)
 }
 
 // DefaultOptions returns the agent's defaults.
@@ -66,6 +69,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Recorder: recorder,
 		CacheDir: opts.CacheDir,
 		Mirror:   opts.Mirror,
+		ReaderOf: opts.ReaderOf,
 
 		AgentNamespace: opts.AgentNamespace,
 	}

@@ -50,6 +50,11 @@ type UpdateReconciler struct {
 	Client client.Client
 	// Reader reads Secrets (uncached).
 	Reader client.Reader
+	// ReaderOf, when set, returns what reads the Secrets a Sync names
+	// (its git Secret, trusted keys and signing key) instead of Reader:
+	// the Sync controller's ReaderOf, which reads as the Sync's
+	// ServiceAccount outside the agent's namespace.
+	ReaderOf func(*v1alpha1.Sync) (engine.Reader, error)
 	// Scanner scans the registries of Flux v1 implied policies.
 	Scanner  *policy.Scanner
 	Recorder EventRecorder
@@ -189,13 +194,20 @@ func (r *UpdateReconciler) requestSync(ctx context.Context, s *v1alpha1.Sync) {
 }
 
 func (r *UpdateReconciler) update(ctx context.Context, s *v1alpha1.Sync) (update.Outcome, error) {
-	req, err := engine.SourceRequest(ctx, r.Reader, s)
+	var reader engine.Reader = r.Reader
+	if r.ReaderOf != nil {
+		var err error
+		if reader, err = r.ReaderOf(s); err != nil {
+			return update.Outcome{}, err
+		}
+	}
+	req, err := engine.SourceRequest(ctx, reader, s)
 	if err != nil {
 		return update.Outcome{}, err
 	}
 	u := s.Spec.ImageUpdate
 	commit := u.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdateCommit
-	key, keyErr := r.signingKey(ctx, s)
+	key, keyErr := r.signingKey(ctx, reader, s)
 	if keyErr != nil && commit {
 		return update.Outcome{}, fmt.Errorf("nothing committed: %w", keyErr)
 	}
@@ -218,14 +230,14 @@ func (r *UpdateReconciler) update(ctx context.Context, s *v1alpha1.Sync) (update
 
 // signingKey reads the key of spec.imageUpdate.signingKey, nil when the
 // Sync sets none. Its errors never hold key material.
-func (r *UpdateReconciler) signingKey(ctx context.Context, s *v1alpha1.Sync) (*openpgp.Entity, error) {
+func (r *UpdateReconciler) signingKey(ctx context.Context, reader engine.Reader, s *v1alpha1.Sync) (*openpgp.Entity, error) {
 	ref := s.Spec.ImageUpdate.SigningKey
 	if ref == nil {
 		return nil, nil
 	}
 	name := s.Namespace + "/" + ref.SecretRef.Name
 	var secret corev1.Secret
-	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: ref.SecretRef.Name}, &secret); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: ref.SecretRef.Name}, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, &source.SigningKeyError{Err: fmt.Errorf("signing key Secret %s does not exist: create it with an armored OpenPGP private key under %s, or remove spec.imageUpdate.signingKey", name, source.SigningKeyEntry)}
 		}

@@ -29,6 +29,9 @@ var (
 	// ErrInvalidResponse: the repository answered something that is not
 	// a Helm repository index or a Helm chart artifact.
 	ErrInvalidResponse = errors.New("invalid chart repository response")
+	// ErrHostNotAllowed: the repository, registry or download URL is on
+	// a host Ref.Hosts does not allow; nothing was requested from it.
+	ErrHostNotAllowed = errors.New("chart host not allowed")
 )
 
 // Error is a fetch failure: its message says what failed, where and what

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Limits a Fetcher applies when its own are zero.
@@ -29,9 +31,18 @@ const userAgent = "driftless"
 // (with their ETag and Last-Modified) between calls. Use one Fetcher
 // per cache directory; it is safe for concurrent use, including
 // concurrent fetches of the same chart.
+//
+// Charts are cached per source and credentials, as git mirrors are: a
+// chart downloaded from one repository with one Secret is found again
+// only by a Ref that names the same repository with the same
+// credentials. A Ref that names a cached digest in an index of its own,
+// or the same repository without its credentials, downloads (and is
+// refused) like any other.
 type Fetcher struct {
 	// Dir is the cache directory, created when missing. Charts are kept
-	// as sha256-<hex>.tgz; nothing else in it is read.
+	// as <scope>/sha256-<hex>.tgz, scope a digest of the source and the
+	// credentials (no credential is written to disk); nothing else in it
+	// is read.
 	Dir string
 	// Transport carries every request; nil is http.DefaultTransport.
 	// A CA in the Credentials is trusted on a clone of it, so it must
@@ -40,9 +51,15 @@ type Fetcher struct {
 	// MaxIndexSize and MaxChartSize bound what one response may hold;
 	// zero is DefaultMaxIndexSize and DefaultMaxChartSize.
 	MaxIndexSize, MaxChartSize int64
+	// AfterDownload, when set, is called after a chart is downloaded
+	// into the cache, on a goroutine of its own (the agent's
+	// source.CacheLimit.Collect). A chart served from the cache has its
+	// modification time set to now: the cache's last use.
+	AfterDownload func()
 
-	mu      sync.Mutex
-	indexes map[string]*repoIndex // by index URL
+	mu        sync.Mutex
+	indexes   map[string]*repoIndex // by scope and index URL
+	downloads atomic.Int64          // charts stored
 }
 
 // Fetch resolves ref's version, downloads the chart unless the cache
@@ -60,17 +77,29 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref) (Chart, error) {
 	if f.Dir == "" {
 		return Chart{}, errors.New("chart fetcher has no cache directory")
 	}
-	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
+	field := "spec.chart.repository"
+	if ref.OCI != "" {
+		field = "spec.chart.oci"
+	}
+	if err := checkHost(ref, field+" "+ref.Source(), hostOf(ref)); err != nil {
+		return Chart{}, err
+	}
+	dir := filepath.Join(f.Dir, cacheKey(ref))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Chart{}, fmt.Errorf("chart cache %s: %w", f.Dir, err)
 	}
 	var (
-		c   Chart
-		err error
+		c         Chart
+		err       error
+		downloads = f.downloads.Load()
 	)
 	if ref.OCI != "" {
-		c, err = f.fetchOCI(ctx, ref)
+		c, err = f.fetchOCI(ctx, ref, scope(dir))
 	} else {
-		c, err = f.fetchHTTP(ctx, ref)
+		c, err = f.fetchHTTP(ctx, ref, scope(dir))
+	}
+	if f.AfterDownload != nil && f.downloads.Load() != downloads {
+		go f.AfterDownload()
 	}
 	if err != nil && ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -123,15 +152,35 @@ func (f *Fetcher) roundTripper(ref Ref) (http.RoundTripper, error) {
 	return t, nil
 }
 
+// cacheKey names the part of the cache that holds the charts of ref's
+// source read with ref's credentials: a digest of both.
+func cacheKey(ref Ref) string {
+	source := "repository=" + strings.TrimSuffix(ref.Repository, "/")
+	if ref.OCI != "" {
+		source = fmt.Sprintf("oci=%s insecure=%t", strings.TrimSuffix(ref.OCI, "/")+"|"+ref.Name, ref.Insecure)
+	}
+	h := sha256.New()
+	c := ref.Credentials
+	for _, part := range [][]byte{[]byte(source), []byte(c.Username), []byte(c.Password), []byte(c.Token), c.CA} {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+// scope is the directory of the cache that holds one source's charts read
+// with one set of credentials.
+type scope string
+
 // path is where the chart with this sha256 (hex) is cached.
-func (f *Fetcher) path(hexDigest string) string {
-	return filepath.Join(f.Dir, "sha256-"+hexDigest+".tgz")
+func (s scope) path(hexDigest string) string {
+	return filepath.Join(string(s), "sha256-"+hexDigest+".tgz")
 }
 
 // cached reports whether the cache holds the chart with this digest,
 // intact; a damaged file is removed so that it is downloaded again.
-func (f *Fetcher) cached(hexDigest string) bool {
-	p := f.path(hexDigest)
+func (s scope) cached(hexDigest string) bool {
+	p := s.path(hexDigest)
 	file, err := os.Open(p)
 	if err != nil {
 		return false
@@ -145,6 +194,8 @@ func (f *Fetcher) cached(hexDigest string) bool {
 		_ = os.Remove(p)
 		return false
 	}
+	now := time.Now()
+	_ = os.Chtimes(p, now, now) // its last use, for the cache's limit
 	return true
 }
 
@@ -154,8 +205,8 @@ var errTooLarge = errors.New("too large")
 // and the content's sha256 differs, nothing is stored and got says what
 // arrived. The file appears under its digest atomically: a concurrent
 // reader sees the whole chart or none.
-func (f *Fetcher) store(r io.Reader, limit int64, want string) (got string, n int64, err error) {
-	tmp, err := os.CreateTemp(f.Dir, ".download-*")
+func (s scope) store(r io.Reader, limit int64, want string) (got string, n int64, err error) {
+	tmp, err := os.CreateTemp(string(s), ".download-*")
 	if err != nil {
 		return "", 0, err
 	}
@@ -181,7 +232,7 @@ func (f *Fetcher) store(r io.Reader, limit int64, want string) (got string, n in
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return got, n, err
 	}
-	return got, n, os.Rename(tmp.Name(), f.path(got))
+	return got, n, os.Rename(tmp.Name(), s.path(got))
 }
 
 var errDigestMismatch = errors.New("digest mismatch")

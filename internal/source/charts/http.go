@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/driftless/driftless/internal/source"
 )
 
 // repoIndex is what the Fetcher keeps of a repository's index.yaml.
@@ -32,7 +34,7 @@ type indexEntry struct {
 	Digest  string   `json:"digest"`
 }
 
-func (f *Fetcher) fetchHTTP(ctx context.Context, ref Ref) (Chart, error) {
+func (f *Fetcher) fetchHTTP(ctx context.Context, ref Ref, dir scope) (Chart, error) {
 	rt, err := f.roundTripper(ref)
 	if err != nil {
 		return Chart{}, err
@@ -42,7 +44,7 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, ref Ref) (Chart, error) {
 	base.Path = strings.TrimSuffix(base.Path, "/") + "/"
 	base.RawPath = ""
 
-	idx, err := f.index(ctx, client, ref, base)
+	idx, err := f.index(ctx, client, ref, base, dir)
 	if err != nil {
 		return Chart{}, err
 	}
@@ -78,27 +80,27 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, ref Ref) (Chart, error) {
 		if want = normalDigest(entry.Digest); want == "" {
 			return Chart{}, failure(ErrInvalidResponse, ref, fmt.Sprintf("chart %s %s in the index of %s has a digest that is not a sha256: %q", name, picked, ref.Source(), entry.Digest), nil)
 		}
-		if f.cached(want) {
-			return Chart{Path: f.path(want), Name: name, Version: picked, Digest: "sha256:" + want}, nil
+		if dir.cached(want) {
+			return Chart{Path: dir.path(want), Name: name, Version: picked, Digest: "sha256:" + want}, nil
 		}
 	}
-	got, err := f.download(ctx, client, ref, base, entry.URLs[0], name, picked, want)
+	got, err := f.download(ctx, client, ref, base, entry.URLs[0], name, picked, want, dir)
 	if err != nil {
 		return Chart{}, err
 	}
-	return Chart{Path: f.path(got), Name: name, Version: picked, Digest: "sha256:" + got}, nil
+	return Chart{Path: dir.path(got), Name: name, Version: picked, Digest: "sha256:" + got}, nil
 }
 
 // index returns the repository's index, asking the server only whether
-// it changed when one is already known.
-func (f *Fetcher) index(ctx context.Context, client *http.Client, ref Ref, base *url.URL) (*repoIndex, error) {
+// it changed when one is already known with these credentials.
+func (f *Fetcher) index(ctx context.Context, client *http.Client, ref Ref, base *url.URL, dir scope) (*repoIndex, error) {
 	u := base.ResolveReference(&url.URL{Path: "index.yaml"})
-	key := u.String()
+	key := string(dir) + " " + u.String()
 	f.mu.Lock()
 	known := f.indexes[key]
 	f.mu.Unlock()
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, key, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, failure(ErrInvalidRef, ref, fmt.Sprintf("spec.chart.repository %s: %v", ref.Source(), scrubErr(err, ref.Credentials)), nil)
 	}
@@ -150,7 +152,7 @@ func (f *Fetcher) index(ctx context.Context, client *http.Client, ref Ref, base 
 }
 
 // download fetches a chart archive into the cache and returns its digest.
-func (f *Fetcher) download(ctx context.Context, client *http.Client, ref Ref, base *url.URL, raw, name, version, want string) (string, error) {
+func (f *Fetcher) download(ctx context.Context, client *http.Client, ref Ref, base *url.URL, raw, name, version, want string, dir scope) (string, error) {
 	rel, err := url.Parse(raw)
 	if err != nil {
 		return "", failure(ErrInvalidResponse, ref, fmt.Sprintf("chart %s %s in the index of %s has an invalid URL", name, version, ref.Source()), nil)
@@ -158,6 +160,9 @@ func (f *Fetcher) download(ctx context.Context, client *http.Client, ref Ref, ba
 	u := base.ResolveReference(rel)
 	if u.Scheme != "https" && u.Scheme != "http" {
 		return "", failure(ErrInvalidResponse, ref, fmt.Sprintf("chart %s %s in the index of %s has a URL that is not http(s)", name, version, ref.Source()), nil)
+	}
+	if err := checkHost(ref, fmt.Sprintf("the download URL of chart %s %s in the index of %s", name, version, ref.Source()), u.Host); err != nil {
+		return "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -180,7 +185,7 @@ func (f *Fetcher) download(ctx context.Context, client *http.Client, ref Ref, ba
 	if resp.ContentLength > limit {
 		return "", tooLarge(ref, what, limit)
 	}
-	got, _, err := f.store(resp.Body, limit, want)
+	got, _, err := dir.store(resp.Body, limit, want)
 	switch {
 	case errors.Is(err, errTooLarge):
 		return "", tooLarge(ref, what, limit)
@@ -191,6 +196,7 @@ func (f *Fetcher) download(ctx context.Context, client *http.Client, ref Ref, ba
 	case err != nil:
 		return "", fmt.Errorf("store %s in the chart cache: %w", what, err)
 	}
+	f.downloads.Add(1)
 	return got, nil
 }
 
@@ -238,6 +244,16 @@ func unreachable(ref Ref, err error) *Error {
 		field = "spec.chart.oci"
 	}
 	return failure(ErrUnreachable, ref, fmt.Sprintf("chart repository %s is unreachable: %v: check %s and that the agent can reach it", hostOf(ref), cause, field), cause)
+}
+
+// checkHost refuses host when ref.Hosts does not allow it; what names the
+// address for the message.
+func checkHost(ref Ref, what, host string) error {
+	if ref.Hosts.Allows(host) {
+		return nil
+	}
+	e := &source.HostNotAllowedError{What: what, Host: host, Hosts: ref.Hosts}
+	return failure(ErrHostNotAllowed, ref, e.Error(), nil)
 }
 
 // hostOf is the repository's or registry's host.

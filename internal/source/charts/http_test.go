@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftless/driftless/internal/source"
 	"github.com/driftless/driftless/internal/source/charts"
 	"github.com/driftless/driftless/internal/testenv"
 )
@@ -197,7 +198,7 @@ func TestHTTPDigestMismatchIsRefusedAndNothingIsCached(t *testing.T) {
 
 	_, err := f.Fetch(ctx, charts.Ref{Repository: repo.URL, Name: "web", Version: "1.2.0"})
 	assertFailure(t, err, charts.ErrDigestMismatch, "web", "1.2.0", "expected "+listed, "got sha256:")
-	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	left, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
 	if len(left) != 0 {
 		t.Errorf("the cache holds %v after a refused download, want nothing", left)
 	}
@@ -265,7 +266,7 @@ func TestConcurrentFetchesOfOneChartAllSeeTheWholeArchive(t *testing.T) {
 
 	// While the fetches run, whoever opens the chart sees all of it.
 	sum := sha256.Sum256(archives["1.3.0"])
-	final := filepath.Join(dir, "sha256-"+hex.EncodeToString(sum[:])+".tgz")
+	final := "sha256-" + hex.EncodeToString(sum[:]) + ".tgz"
 	done := make(chan struct{})
 	readerDone := make(chan struct{})
 	go func() {
@@ -276,9 +277,12 @@ func TestConcurrentFetchesOfOneChartAllSeeTheWholeArchive(t *testing.T) {
 				return
 			default:
 			}
-			if data, err := os.ReadFile(final); err == nil && !bytes.Equal(data, archives["1.3.0"]) {
-				t.Errorf("a reader saw a torn chart: %d of %d bytes", len(data), len(archives["1.3.0"]))
-				return
+			found, _ := filepath.Glob(filepath.Join(dir, "*", final))
+			for _, p := range found {
+				if data, err := os.ReadFile(p); err == nil && !bytes.Equal(data, archives["1.3.0"]) {
+					t.Errorf("a reader saw a torn chart: %d of %d bytes", len(data), len(archives["1.3.0"]))
+					return
+				}
 			}
 		}
 	}()
@@ -309,7 +313,7 @@ func TestConcurrentFetchesOfOneChartAllSeeTheWholeArchive(t *testing.T) {
 		}
 		assertCached(t, results[i], archives["1.3.0"])
 	}
-	left, _ := filepath.Glob(filepath.Join(dir, ".download-*"))
+	left, _ := filepath.Glob(filepath.Join(dir, "*", ".download-*"))
 	if len(left) != 0 {
 		t.Errorf("temporary files left in the cache: %v", left)
 	}
@@ -343,4 +347,107 @@ func TestHTTPRepositoryThatDoesNotAnswerInTimeIsUnreachable(t *testing.T) {
 	f := &charts.Fetcher{Dir: t.TempDir()}
 	_, err := f.Fetch(ctx, charts.Ref{Repository: stuck.URL, Name: "web"})
 	assertFailure(t, err, charts.ErrUnreachable, strings.TrimPrefix(stuck.URL, "http://"), "did not answer in time")
+}
+
+func TestAChartCachedForOneRepositoryAndSecretIsNotGivenToAnother(t *testing.T) {
+	ctx := fetchCtx(t)
+	// Tenant A's private repository, read with A's Secret.
+	private := testenv.NewChartRepo(t)
+	private.Username, private.Password = "team-a", "team-a-password"
+	secret := testenv.PackageChart(t, "web", "1.2.0")
+	digest := private.Publish("web", "1.2.0", secret)
+	f := &charts.Fetcher{Dir: t.TempDir()}
+	a := charts.Ref{Repository: private.URL, Name: "web", Version: "1.2.0",
+		Credentials: charts.CredentialsFromSecret(map[string][]byte{"username": []byte("team-a"), "password": []byte("team-a-password")})}
+	if _, err := f.Fetch(ctx, a); err != nil {
+		t.Fatalf("tenant A's fetch: %v", err)
+	}
+
+	// Tenant B's own repository lists the digest of A's chart, which B
+	// only knows of, and serves something else.
+	own := testenv.NewChartRepo(t)
+	if got := own.Publish("web", "1.2.0", secret); got != digest {
+		t.Fatalf("digests differ: %s, %s", got, digest)
+	}
+	own.Replace("web", "1.2.0", testenv.PackageChart(t, "mine", "1.2.0"))
+	_, err := f.Fetch(ctx, charts.Ref{Repository: own.URL, Name: "web", Version: "1.2.0"})
+	assertFailure(t, err, charts.ErrDigestMismatch, "expected "+digest)
+
+	// B names A's repository without A's Secret, or with another.
+	b := charts.Ref{Repository: private.URL, Name: "web", Version: "1.2.0"}
+	_, err = f.Fetch(ctx, b)
+	assertFailure(t, err, charts.ErrUnauthorized, "401")
+	b.Credentials = charts.CredentialsFromSecret(map[string][]byte{"username": []byte("team-b"), "password": []byte("team-b-password")})
+	_, err = f.Fetch(ctx, b)
+	assertFailure(t, err, charts.ErrUnauthorized, "401")
+}
+
+func TestAnOCIChartCachedForOneRegistryAndSecretIsNotGivenToAnother(t *testing.T) {
+	ctx := fetchCtx(t)
+	private := testenv.NewOCIRegistry(t, "team-a", "team-a-password")
+	archive := testenv.PackageChart(t, "web", "1.2.0")
+	private.PushChart(t, "charts/web", "web", "1.2.0", archive)
+	f := &charts.Fetcher{Dir: t.TempDir()}
+	a := charts.Ref{OCI: private.URL("charts/web"), Version: "1.2.0", Insecure: true,
+		Credentials: charts.CredentialsFromSecret(map[string][]byte{"username": []byte("team-a"), "password": []byte("team-a-password")})}
+	if _, err := f.Fetch(ctx, a); err != nil {
+		t.Fatalf("tenant A's fetch: %v", err)
+	}
+
+	// Tenant B's registry holds the same chart: B reads its own copy.
+	open := testenv.NewOCIRegistry(t, "", "")
+	open.PushChart(t, "charts/web", "web", "1.2.0", archive)
+	if _, err := f.Fetch(ctx, charts.Ref{OCI: open.URL("charts/web"), Version: "1.2.0", Insecure: true}); err != nil {
+		t.Fatalf("tenant B's fetch from its own registry: %v", err)
+	}
+	if n := open.BlobDownloads(); n == 0 {
+		t.Errorf("tenant B's registry served no blob: B was given the chart A's credentials fetched")
+	}
+
+	_, err := f.Fetch(ctx, charts.Ref{OCI: private.URL("charts/web"), Version: "1.2.0", Insecure: true})
+	assertFailure(t, err, charts.ErrUnauthorized, "401")
+}
+
+func TestHostsOutsideTheAllowListAreNeverAsked(t *testing.T) {
+	ctx := fetchCtx(t)
+	repo := testenv.NewChartRepo(t)
+	archive := testenv.PackageChart(t, "web", "1.2.0")
+	repo.Publish("web", "1.2.0", archive)
+	f := &charts.Fetcher{Dir: t.TempDir()}
+	loopback, err := source.ParseHosts([]string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := source.ParseHosts([]string{"charts.example.com"})
+
+	// The repository's own host.
+	_, err = f.Fetch(ctx, charts.Ref{Repository: repo.URL, Name: "web", Version: "1.2.0", Hosts: other})
+	assertFailure(t, err, charts.ErrHostNotAllowed, "spec.chart.repository", "127.0.0.1", "--tenant-source-hosts")
+	if _, err := f.Fetch(ctx, charts.Ref{Repository: repo.URL, Name: "web", Version: "1.2.0", Hosts: loopback}); err != nil {
+		t.Errorf("a repository on an allowed host: %v", err)
+	}
+
+	// An index on an allowed host (127.0.0.1) whose download URL names
+	// another (localhost, the same machine): refused, never asked.
+	var mu sync.Mutex
+	asked := 0
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		_, _ = w.Write(archive)
+	}))
+	t.Cleanup(elsewhere.Close)
+	download := strings.Replace(elsewhere.URL, "127.0.0.1", "localhost", 1) + "/web-1.2.0.tgz"
+	index := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("apiVersion: v1\nentries:\n  web:\n  - name: web\n    version: 1.2.0\n    urls: [" + download + "]\n"))
+	}))
+	t.Cleanup(index.Close)
+	_, err = f.Fetch(ctx, charts.Ref{Repository: index.URL, Name: "web", Version: "1.2.0", Hosts: loopback})
+	assertFailure(t, err, charts.ErrHostNotAllowed, "download URL of chart web 1.2.0", "localhost")
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 0 {
+		t.Errorf("the download host was asked %d times, want never", asked)
+	}
 }

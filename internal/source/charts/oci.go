@@ -22,7 +22,7 @@ const (
 	legacyChartLayerMediaType types.MediaType = "application/tar+gzip"
 )
 
-func (f *Fetcher) fetchOCI(ctx context.Context, ref Ref) (Chart, error) {
+func (f *Fetcher) fetchOCI(ctx context.Context, ref Ref, dir scope) (Chart, error) {
 	repo, err := ociRepository(ref)
 	if err != nil {
 		return Chart{}, err
@@ -88,8 +88,8 @@ func (f *Fetcher) fetchOCI(ctx context.Context, ref Ref) (Chart, error) {
 		return Chart{}, failure(ErrInvalidResponse, ref, fmt.Sprintf("%s in %s has a %s layer digest; only sha256 is supported", what, ref.Source(), layer.Digest.Algorithm), nil)
 	}
 	want := layer.Digest.Hex
-	chart := Chart{Path: f.path(want), Name: name, Version: version, Digest: layer.Digest.String()}
-	if f.cached(want) {
+	chart := Chart{Path: dir.path(want), Name: name, Version: version, Digest: layer.Digest.String()}
+	if dir.cached(want) {
 		return chart, nil
 	}
 	limit := f.maxChart()
@@ -105,7 +105,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, ref Ref) (Chart, error) {
 		return Chart{}, ociError(ref, err, what)
 	}
 	defer rc.Close()
-	got, n, err := f.store(rc, limit, want)
+	got, n, err := dir.store(rc, limit, want)
 	switch {
 	case errors.Is(err, errTooLarge):
 		return Chart{}, tooLarge(ref, what, limit)
@@ -116,6 +116,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, ref Ref) (Chart, error) {
 	case err != nil:
 		return Chart{}, ociError(ref, err, what)
 	}
+	f.downloads.Add(1)
 	return chart, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/driftless/driftless/internal/source"
 )
 
 // Ref names a chart in an HTTP Helm repository or an OCI registry.
@@ -28,6 +30,11 @@ type Ref struct {
 	// Insecure talks plain HTTP to an OCI registry. TLS verification is
 	// never skipped: give a CA in Credentials instead.
 	Insecure bool
+	// Hosts, when it restricts, are the only hosts the chart may come
+	// from: the repository's or registry's, and the host of the download
+	// URL an index lists (--tenant-source-hosts for a tenant's Sync).
+	// Anything else fails with ErrHostNotAllowed before any request.
+	Hosts source.Hosts
 }
 
 // Source is the repository address without the chart: for naming it in

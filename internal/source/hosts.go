@@ -1,0 +1,102 @@
+package source
+
+import (
+	"fmt"
+	"net"
+	"strings"
+)
+
+// Hosts is an allow-list of host patterns for the addresses a tenant's
+// Sync may fetch from: git repositories, chart repositories and
+// registries, remote Kustomize bases, and chart downloads an index points
+// to. A pattern is a host name ("github.com"), matched exactly, or
+// "*." and a domain ("*.corp.example"), which matches every host under
+// that domain but not the domain itself. Case does not matter; ports and
+// schemes are not part of a pattern. The zero value (no patterns) allows
+// every host.
+type Hosts struct {
+	patterns []string
+}
+
+// ParseHosts reads patterns (as --tenant-source-hosts gives them); empty
+// entries are skipped. The error names the pattern that is not one.
+func ParseHosts(patterns []string) (Hosts, error) {
+	var h Hosts
+	for _, p := range patterns {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if p == "" {
+			continue
+		}
+		name := strings.TrimPrefix(p, "*.")
+		if name == "" || strings.ContainsAny(name, "*/:@ ") || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") {
+			return Hosts{}, fmt.Errorf("host pattern %q is not a host name or *.<domain>: write github.com or *.corp.example (no scheme, port or path)", p)
+		}
+		h.patterns = append(h.patterns, p)
+	}
+	return h, nil
+}
+
+// Restricts reports whether h allows only some hosts.
+func (h Hosts) Restricts() bool { return len(h.patterns) > 0 }
+
+// Allows reports whether host (with or without a port) matches one of the
+// patterns, or h has none.
+func (h Hosts) Allows(host string) bool {
+	if !h.Restricts() {
+		return true
+	}
+	if name, _, err := net.SplitHostPort(host); err == nil {
+		host = name
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	for _, p := range h.patterns {
+		if domain, ok := strings.CutPrefix(p, "*."); ok {
+			if strings.HasSuffix(host, "."+domain) {
+				return true
+			}
+		} else if host == p {
+			return true
+		}
+	}
+	return false
+}
+
+// String lists the patterns, as the flag takes them.
+func (h Hosts) String() string { return strings.Join(h.patterns, ",") }
+
+// HostNotAllowedError is a fetch from a host that --tenant-source-hosts
+// does not list.
+type HostNotAllowedError struct {
+	// What names the address, such as "spec.source.git.url" or "the
+	// download URL of chart web 1.2.0".
+	What string
+	// Host is the host refused, without credentials.
+	Host string
+	// Hosts is the allow-list.
+	Hosts Hosts
+}
+
+func (e *HostNotAllowedError) Error() string {
+	name := e.Host
+	if h, _, err := net.SplitHostPort(name); err == nil {
+		name = h // a pattern has no port
+	}
+	return fmt.Sprintf("%s is on host %s, which a Sync outside the agent's namespace may not fetch from (the agent's --tenant-source-hosts allows %s): "+
+		"use a repository on an allowed host, or ask the cluster's administrator to add %s to --tenant-source-hosts", e.What, e.Host, e.Hosts, name)
+}
+
+// CheckHost returns a *HostNotAllowedError when h does not allow the host
+// of raw, a repository address (URL or scp-like) as Protocol accepts it.
+// A file:// address has no host and is not checked here (see
+// --allow-file-urls); an address that names no host is not either: it
+// fails where it is parsed.
+func (h Hosts) CheckHost(what, raw string) error {
+	if !h.Restricts() {
+		return nil
+	}
+	host, _, ok := RepositoryAddress(raw)
+	if !ok || h.Allows(host) {
+		return nil
+	}
+	return &HostNotAllowedError{What: what, Host: host, Hosts: h}
+}

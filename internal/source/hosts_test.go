@@ -1,0 +1,62 @@
+package source
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestHostPatterns(t *testing.T) {
+	h, err := ParseHosts([]string{"github.com", " *.Corp.Example ", ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host string
+		want bool
+	}{
+		{"github.com", true},
+		{"GitHub.com:443", true},
+		{"api.github.com", false},
+		{"git.corp.example", true},
+		{"a.b.corp.example:2222", true},
+		{"corp.example", false},
+		{"evilcorp.example", false},
+		{"169.254.169.254", false},
+		{"github.com.evil.example", false},
+	} {
+		if got := h.Allows(tc.host); got != tc.want {
+			t.Errorf("Allows(%q) = %v, want %v", tc.host, got, tc.want)
+		}
+	}
+	if !(Hosts{}).Allows("anything.example") {
+		t.Error("no patterns must allow every host")
+	}
+	for _, bad := range []string{"https://github.com", "github.com:22", "*", "*.", "a*.example", "github.com/org"} {
+		if _, err := ParseHosts([]string{bad}); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseHosts(%q) = %v, want an error naming it", bad, err)
+		}
+	}
+}
+
+func TestCheckHostNamesTheHostAndTheFlag(t *testing.T) {
+	h, _ := ParseHosts([]string{"github.com"})
+	for _, raw := range []string{"https://github.com/org/fleet.git", "git@github.com:org/fleet.git", "/srv/git/fleet"} {
+		if err := h.CheckHost("spec.source.git.url", raw); err != nil {
+			t.Errorf("CheckHost(%q): %v", raw, err)
+		}
+	}
+	err := h.CheckHost("spec.source.git.url", "https://user:s3cret-token@10.0.0.1:8443/org/fleet.git")
+	var he *HostNotAllowedError
+	if !errors.As(err, &he) {
+		t.Fatalf("error %v is not a *HostNotAllowedError", err)
+	}
+	for _, want := range []string{"spec.source.git.url", "10.0.0.1:8443", "--tenant-source-hosts", "github.com"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("error shows the token: %v", err)
+	}
+}
