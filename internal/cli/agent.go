@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -53,13 +55,15 @@ type agentOptions struct {
 	syncInterval time.Duration
 	insecureHost bool
 
-	leaderElect    bool
-	leaseDuration  time.Duration
-	renewDeadline  time.Duration
-	retryPeriod    time.Duration
-	metricsAddr    string
-	probeAddr      string
-	logFormat      string
+	leaderElect   bool
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	metricsAddr   string
+	probeAddr     string
+	logFormat     string
+	// logTo is where the log goes: the command's standard error.
+	logTo          io.Writer
 	cacheDir       string
 	cacheMaxSize   string
 	concurrent     int
@@ -119,6 +123,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.leaderElectOn = cmd.Flags().Changed("leader-elect")
+			o.logTo = cmd.ErrOrStderr()
 			ctx, stop := withShutdownSignals(cmd.Context())
 			defer stop()
 			return runAgent(ctx, o)
@@ -178,11 +183,15 @@ func withShutdownSignals(parent context.Context) (context.Context, context.Cance
 // runAgent runs the agent until ctx is done. It returns nil after a clean
 // shutdown.
 func runAgent(ctx context.Context, o *agentOptions) error {
+	if o.logTo == nil {
+		o.logTo = os.Stderr
+	}
+	var encoder zap.Opts
 	switch o.logFormat {
 	case "json":
-		ctrl.SetLogger(zap.New(zap.JSONEncoder()))
+		encoder = zap.JSONEncoder()
 	case "text":
-		ctrl.SetLogger(zap.New(zap.ConsoleEncoder()))
+		encoder = zap.ConsoleEncoder()
 	default:
 		return fmt.Errorf("unknown --log-format %q: use text or json", o.logFormat)
 	}
@@ -226,6 +235,9 @@ func runAgent(ctx context.Context, o *agentOptions) error {
 		return fmt.Errorf("--cluster-name %q: give a name without spaces or slashes, such as prod-eu", o.clusterName)
 	}
 	notifications.Cluster = o.clusterName
+	agentLog.set(o.logTo)
+	defer agentLog.set(io.Discard)
+	setAgentLogger.Do(func() { ctrl.SetLogger(zap.New(encoder, zap.WriteTo(agentLog))) })
 	cfg, inCluster, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -482,4 +494,34 @@ func trustedProxies(cidrs []string) []netip.Prefix {
 		}
 	}
 	return out
+}
+
+// agentLog is where the agent logs. controller-runtime keeps the first
+// logger a process sets (ctrl.SetLogger fulfils its loggers once), so the
+// agent sets it once, writing here, and each run points agentLog at its
+// own writer (the command's standard error) while it runs: a production
+// process runs the agent once; a test binary runs it many times, each
+// test keeping its agent's log. The format is the first run's.
+var (
+	agentLog       = &logSwitch{w: io.Discard}
+	setAgentLogger sync.Once
+)
+
+// logSwitch writes to its current writer, one write at a time (the
+// writer may be a plain buffer).
+type logSwitch struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *logSwitch) set(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
+}
+
+func (s *logSwitch) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

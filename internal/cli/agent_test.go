@@ -174,9 +174,16 @@ type runningAgent struct {
 // test ends.
 func startAgent(t *testing.T, args ...string) *runningAgent {
 	t.Helper()
+	return startAgentLogging(t, io.Discard, args...)
+}
+
+// startAgentLogging is startAgent with the agent's log (its standard
+// error) in log.
+func startAgentLogging(t *testing.T, log io.Writer, args ...string) *runningAgent {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &runningAgent{t: t, cancel: cancel, done: make(chan struct{})}
-	cmd := NewRootCommand(io.Discard, io.Discard)
+	cmd := NewRootCommand(io.Discard, log)
 	cmd.SetArgs(append([]string{"agent"}, args...))
 	go func() {
 		defer close(a.done)

@@ -123,8 +123,9 @@ func runBuild(ctx context.Context, o *buildOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	secrets := engine.Redactor(vars, objects)
 	for _, obj := range objects {
-		maskStrings(substitutedSecrets(obj, vars), obj.Object.Object)
+		secrets.Value(obj.Object.Object)
 		if obj.Decrypted {
 			maskDecrypted(nil, obj.Object.Object)
 		}
@@ -233,55 +234,11 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 	return objects, vars, err
 }
 
-// substitutedSecrets returns the values of the Secret-sourced variables
-// substituted into obj.
-func substitutedSecrets(obj render.Object, vars map[string]render.Variable) []string {
-	var values []string
-	for _, name := range obj.SecretVariables {
-		if v := vars[name].Value; v != "" {
-			values = append(values, v)
-		}
-	}
-	return values
-}
-
-// maskStrings replaces every occurrence of values in the strings of objs
-// with "***", in place.
-func maskStrings(values []string, objs ...map[string]any) {
-	if len(values) == 0 {
-		return
-	}
-	pairs := make([]string, 0, 2*len(values))
-	for _, v := range values {
-		pairs = append(pairs, v, maskedValue)
-	}
-	r := strings.NewReplacer(pairs...)
-	var walk func(v any) any
-	walk = func(v any) any {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, item := range v {
-				v[k] = walk(item)
-			}
-		case []any:
-			for i, item := range v {
-				v[i] = walk(item)
-			}
-		case string:
-			return r.Replace(v)
-		}
-		return v
-	}
-	for _, obj := range objs {
-		walk(obj)
-	}
-}
-
 // maskLikeDesired hides, in the live object, the old form of every string
 // that holds a masked Secret value in the desired one: after a Secret is
-// rotated, the live object still holds the old value, which maskStrings
-// (knowing only the new one) would show. Such a string shows as "***"
-// when it differs from the desired one.
+// rotated, the live object still holds the old value, which the render's
+// Secret values (engine.Redactor, knowing only the new one) would not
+// hide. Such a string shows as "***" when it differs from the desired one.
 func maskLikeDesired(live, desired any) any {
 	switch d := desired.(type) {
 	case map[string]any:

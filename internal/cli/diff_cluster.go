@@ -75,16 +75,18 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if unreadable != nil {
 		fmt.Fprintf(warn, "Warning: Sync %s: %v; they are left out of the diff\n", key, unreadable)
 	}
+	secrets := engine.Redactor(ropts.Variables, objects)
 	res := engine.Run(ctx, c, engine.Input{Sync: &s, Objects: objects, Inventory: previous, DryRun: true})
 	if res.Err != nil {
-		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, hideDecryptedErr(engine.MaskSecrets(res.Err, ropts.Variables), objects))
+		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, secrets.Error(res.Err))
 	}
 	r := newDiffReport("live", to)
-	r.secretValues = map[plan.ID][]string{}
+	r.secrets = secrets
+	r.substituted = map[plan.ID]bool{}
 	r.decrypted = decryptedIDs(objects)
 	for _, obj := range objects {
-		if values := substitutedSecrets(obj, ropts.Variables); len(values) > 0 {
-			r.secretValues[plan.IDOf(obj.Object)] = values
+		if len(obj.SecretVariables) > 0 {
+			r.substituted[plan.IDOf(obj.Object)] = true
 		}
 	}
 	if err := r.addChangeSet(res.Changes); err != nil {

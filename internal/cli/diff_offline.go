@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
@@ -52,6 +54,7 @@ func offlineDiff(ctx context.Context, o *diffOptions) (*diffReport, error) {
 	}
 	r := newDiffReport(from.label, to.label)
 	r.decrypted = decryptedIDs(before, after)
+	r.secrets = engine.Redactor(nil, append(slices.Clip(before), after...))
 	if err := r.compare(before, after); err != nil {
 		return nil, err
 	}

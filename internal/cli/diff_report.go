@@ -11,6 +11,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/redact"
 )
 
 // diffAction is what would happen to one object, in the words of the
@@ -62,9 +63,14 @@ type diffReport struct {
 	Changes []objectDiff    `json:"changes"`
 	Skipped []skippedObject `json:"skipped,omitempty"`
 	Summary diffSummary     `json:"summary"`
-	// secretValues are, by object, the values substituted into it from
-	// Secrets (spec.substituteFrom): they show as "***".
-	secretValues map[plan.ID][]string
+	// secrets are the Secret-derived values of the renders
+	// (engine.Redactor): they show as "***" in every object, in every
+	// form.
+	secrets *redact.Set
+	// substituted are the objects into which a value from a Secret was
+	// substituted: their live strings that differ where the render's
+	// hold a masked value show as "***" (maskLikeDesired).
+	substituted map[plan.ID]bool
 	// decrypted are the objects that hold values decrypted from git
 	// (render.Object.Decrypted): every value shows as "***".
 	decrypted map[plan.ID]bool
@@ -86,11 +92,14 @@ func (r *diffReport) add(action diffAction, id plan.ID, origin, reason string, b
 		maskDecrypted(b, a)
 	}
 	maskSecrets(id, b, a)
-	if values := r.secretValues[id]; len(values) > 0 {
-		maskStrings(values, b, a)
-		if b != nil && a != nil {
-			maskLikeDesired(b, a)
-		}
+	if b != nil {
+		r.secrets.Value(b)
+	}
+	if a != nil {
+		r.secrets.Value(a)
+	}
+	if r.substituted[id] && b != nil && a != nil {
+		maskLikeDesired(b, a)
 	}
 	from, to := r.From, r.To
 	if before == nil {

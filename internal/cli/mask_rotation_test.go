@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/driftless/driftless/internal/redact"
 )
 
 // After a Secret is rotated the live object still holds the old value;
@@ -18,7 +20,9 @@ func TestARotatedSecretValueIsHiddenOnBothSides(t *testing.T) {
 		"url":   "postgres://app:OLDPASS@db",
 		"plain": "same",
 	}, "list": []any{"x-OLDPASS"}}
-	maskStrings([]string{"NEWPASS"}, live, desired)
+	secrets := redact.New("NEWPASS")
+	secrets.Value(live)
+	secrets.Value(desired)
 	maskLikeDesired(live, desired)
 	want := map[string]any{"data": map[string]any{"url": maskedValue, "plain": "same"}, "list": []any{maskedValue}}
 	if d := cmp.Diff(want, live); d != "" {

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/secrets"
 )
@@ -317,20 +316,4 @@ func localDecryptor() (render.Decryptor, error) {
 		return nil, err
 	}
 	return keys, nil
-}
-
-// hideDecryptedErr returns err with its text hidden when it names an
-// object of objects that holds values decrypted from git.
-func hideDecryptedErr(err error, objects []render.Object) error {
-	decrypted := decryptedIDs(objects)
-	var names []string
-	for _, id := range apply.FailedIDs(err) {
-		if decrypted[id] {
-			names = append(names, id.String())
-		}
-	}
-	if len(names) == 0 {
-		return err
-	}
-	return fmt.Errorf("%s failed; the error is not shown because they hold values decrypted from git", strings.Join(names, ", "))
 }

@@ -28,13 +28,6 @@ import (
 	"github.com/driftless/driftless/internal/plan"
 )
 
-// errHidden keeps an error for errors.Is and errors.As while its text,
-// which may quote a Secret's value, is never shown.
-type errHidden struct{ err error }
-
-func (e errHidden) Error() string { return "details hidden" }
-func (e errHidden) Unwrap() error { return e.err }
-
 // syncBusyRetry is how soon a drift check that found a sync of its Sync
 // writing looks again.
 const syncBusyRetry = 250 * time.Millisecond
@@ -154,6 +147,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	}
 	opts.Written = func(obj *unstructured.Unstructured) { r.Store.Writes().Wrote(obj.GetUID(), obj.GetResourceVersion()) }
 	change, err := apply.NewManager(id.client, opts).ApplyOne(ctx, step)
+	secrets := check.Secrets()
 	release()
 	if err == nil && !opts.DryRun {
 		r.Store.Checked(syncKey, req.ID()) // compared, and put back if it differed
@@ -162,16 +156,9 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		// Not compared, or not put back: the next sync compares it.
 		r.Store.MarkToCheck(syncKey, req.ID())
 	}
-	if err != nil && obj.Decrypted {
-		err = fmt.Errorf("%s (%s): the drift check failed; the error is not shown because the object holds values decrypted from git: %w",
-			step.ID, obj.Origin, errHidden{err})
-	}
-	if err != nil && len(obj.SecretVariables) > 0 {
-		// The API server may quote the object's values, some of them
-		// from a Secret: say what failed, not what it said.
-		err = fmt.Errorf("%s (%s): the drift check failed; the error is not shown because the object holds values from a Secret (%s): %w",
-			step.ID, obj.Origin, strings.Join(obj.SecretVariables, ", "), errHidden{err})
-	}
+	// The API server may quote the object's values, some of them from a
+	// Secret.
+	err = secrets.Error(err)
 	var conflict *apply.ConflictError
 	if errors.As(err, &conflict) {
 		// Relabelled for another Sync: not this Sync's to revert. Its
@@ -209,8 +196,8 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		action = v1alpha1.DriftPaused
 	}
 	fields := drift.Attribute(obj.Object, change.Applied, change.Live, opts.FieldManager)
-	if len(obj.SecretVariables) > 0 || obj.Decrypted {
-		fields = drift.Masked(fields)
+	for i := range fields {
+		fields[i].Git, fields[i].Found = secrets.String(fields[i].Git), secrets.String(fields[i].Found)
 	}
 	if len(fields) > maxDriftFields {
 		more := len(fields) - maxDriftFields

@@ -110,7 +110,7 @@ func TestDecryptedValuesAreAppliedButNeverShown(t *testing.T) {
 		got := get(t, "v1", "ConfigMap", h.ns, "settings")
 		v, _, _ := unstructured.NestedString(got.Object, "data", "token")
 		for _, n := range objectEvents(t, h.ns, "ConfigMap", "settings") {
-			if strings.Contains(n, "reverted data.token: *** → ***") && v == leakMarker {
+			if strings.Contains(n, "reverted data.token: ***-edited → ***") && v == leakMarker {
 				return true
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/redact"
 	"github.com/driftless/driftless/internal/render"
 )
 
@@ -54,6 +55,10 @@ type syncState struct {
 	applied map[plan.ID]packed
 	// appliedUID is the Sync's UID that applied belongs to. Guarded by gate.
 	appliedUID types.UID
+	// secrets are the Secret-derived values of the last render a sync
+	// recorded, which drift checks mask their messages with. Guarded by
+	// gate.
+	secrets *redact.Set
 
 	// Guarded by Store.mu:
 	rendered rendered
@@ -342,6 +347,10 @@ func (s *Store) BeginWrite(key string, uid types.UID) *Writer {
 	return &Writer{st: st, uid: uid, store: s}
 }
 
+// SetSecrets sets the Secret-derived values of the render being written
+// (engine.Redactor), which drift checks hide from what they report.
+func (w *Writer) SetSecrets(set *redact.Set) { w.st.secrets = set }
+
 // Release lets drift checks run again.
 func (w *Writer) Release() { w.st.gate.Unlock() }
 
@@ -456,6 +465,11 @@ func (c *Checker) Desired(uid types.UID, id plan.ID) (render.Object, bool) {
 	}
 	return p.unpack()
 }
+
+// Secrets returns the Secret-derived values of the render last written
+// (Writer.SetSecrets), for masking what the check reports; nil (hiding
+// nothing) before any sync wrote.
+func (c *Checker) Secrets() *redact.Set { return c.st.secrets }
 
 // Release ends the check.
 func (c *Checker) Release() { c.st.gate.RUnlock() }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/client-go/discovery"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,6 +30,7 @@ import (
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/redact"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/source"
@@ -310,15 +311,16 @@ func (r *SyncReconciler) writeCompared(ctx context.Context, s *v1alpha1.Sync, o 
 // stops; nothing is pruned unless fetch, render and apply succeeded.
 func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity) outcome {
 	o := outcome{started: time.Now()}
-	// vars are the Sync's variables once read: an error that quotes an
-	// object (the API server echoes invalid values) is masked with them.
-	var vars map[string]render.Variable
+	// secrets are the Secret-derived values known so far (the Sync's
+	// variables, then its render's): every error is masked with them,
+	// since the API server echoes invalid values.
+	var secrets *redact.Set
 	fail := func(reason string, err error) outcome {
 		if deniedRead(err) {
 			// The Sync's ServiceAccount may not read what it names.
 			reason = v1alpha1.ReasonAccessDenied
 		}
-		o.reason, o.err = reason, engine.MaskSecrets(err, vars)
+		o.reason, o.err = reason, secrets.Error(err)
 		o.duration = time.Since(o.started)
 		return o
 	}
@@ -338,10 +340,11 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 	o.movedBack = movedBack(s, o.revision)
 	// Read every sync: a changed ConfigMap or Secret re-renders.
-	vars, err = engine.Variables(ctx, reader, s)
+	vars, err := engine.Variables(ctx, reader, s)
 	if err != nil {
 		return fail(variablesFailure(err), err)
 	}
+	secrets = engine.Redactor(vars, nil)
 	keys, err := engine.DecryptionKeys(ctx, reader, s, r.DefaultAgeKey)
 	if err != nil {
 		return fail(keysFailure(err), err)
@@ -369,6 +372,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(reason, err)
 	}
+	secrets = engine.Redactor(vars, objects)
 	previous, unreadable, err := r.inventoryOf(ctx, s)
 	if err != nil {
 		return fail(v1alpha1.ReasonApplyFailed, err)
@@ -386,6 +390,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// included, so that the objects compared are the objects written),
 	// except while waiting for health.
 	w := r.Store.BeginWrite(key, s.UID)
+	w.SetSecrets(secrets)
 	released := false
 	defer func() {
 		if !released {
@@ -419,7 +424,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	res := engine.Run(ctx, id.client, in)
 	o.changes, o.inventory = res.Changes, res.Inventory
 	if !o.dryRun {
-		o.reverted = revertedDrift(res.Changes, byID)
+		o.reverted = revertedDrift(res.Changes, byID, secrets)
 	}
 	r.Store.Checked(key, comparedMarks(marked, res.Changes, o.dryRun)...)
 	switch {
@@ -469,7 +474,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		if errors.Is(res.Err, errSuperseded) {
 			return fail(v1alpha1.ReasonProgressing, res.Err)
 		}
-		return fail(res.Reason, hideDecrypted(res.Err, byID))
+		return fail(res.Reason, res.Err)
 	}
 	if o.compared && !o.dryRun {
 		// Every object was read, compared and, where it differed, put back.
@@ -518,8 +523,8 @@ func comparedMarks(marked map[plan.ID]bool, changes apply.ChangeSet, dryRun bool
 // was what had been applied before (so git did not change it) and that
 // the sync configured, with the fields it changed, from what to what and
 // who had changed them, as a drift check's incident says it. Values from
-// Secrets are masked.
-func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]render.Object) []string {
+// Secrets (secrets) are masked.
+func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]render.Object, secrets *redact.Set) []string {
 	var out []string
 	for _, c := range changes {
 		if c.Action != apply.Configured || c.Live == nil || c.Applied == nil {
@@ -527,8 +532,8 @@ func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]render.Object) []st
 		}
 		obj := byID[c.ID]
 		fields := drift.Attribute(obj.Object, c.Applied, c.Live, apply.FieldManager)
-		if len(obj.SecretVariables) > 0 || obj.Decrypted {
-			fields = drift.Masked(fields)
+		for i := range fields {
+			fields[i].Git, fields[i].Found = secrets.String(fields[i].Git), secrets.String(fields[i].Found)
 		}
 		parts := make([]string, 0, len(fields))
 		for i, f := range fields {
@@ -573,22 +578,6 @@ func variablesFailure(err error) string {
 		return v1alpha1.ReasonFetchFailed
 	}
 	return v1alpha1.ReasonBuildFailed
-}
-
-// hideDecrypted returns err with its text hidden when it names an object
-// that holds values decrypted from git: the API server may quote them.
-func hideDecrypted(err error, byID map[plan.ID]render.Object) error {
-	var names []string
-	for _, id := range apply.FailedIDs(err) {
-		if byID[id].Decrypted {
-			names = append(names, id.String())
-		}
-	}
-	if len(names) == 0 {
-		return err
-	}
-	return fmt.Errorf("%s failed; the error is not shown because they hold values decrypted from git (try the object without its encrypted values, or apply it by hand from a decrypted copy): %w",
-		strings.Join(names, ", "), errHidden{err})
 }
 
 // keysFailure is the Ready reason of a failure to read the Sync's key

@@ -84,21 +84,6 @@ func Attribute(desired, applied, live *unstructured.Unstructured, self string) [
 	return changes
 }
 
-// Masked masks both values of every change, keeping "<absent>": for an
-// object into which a value from a Secret was substituted, any string of
-// which may hold it (render.Object.SecretVariables).
-func Masked(changes []FieldChange) []FieldChange {
-	for i := range changes {
-		if changes[i].Git != absent {
-			changes[i].Git = masked
-		}
-		if changes[i].Found != absent {
-			changes[i].Found = masked
-		}
-	}
-	return changes
-}
-
 // segment is one step of a path: a field name, or a list item by name or
 // index.
 type segment struct {

@@ -110,17 +110,3 @@ func TestAttributeReportsRemovedFields(t *testing.T) {
 		t.Errorf("paths (-want +got):\n%s", diff)
 	}
 }
-
-func TestMaskedHidesEveryValueButAbsence(t *testing.T) {
-	got := Masked([]FieldChange{
-		{Path: "data.header", Git: "Bearer s3cret", Found: "Bearer other"},
-		{Path: "data.added", Git: "<absent>", Found: "x"},
-	})
-	want := []FieldChange{
-		{Path: "data.header", Git: "***", Found: "***"},
-		{Path: "data.added", Git: "<absent>", Found: "***"},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}

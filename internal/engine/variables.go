@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -94,31 +93,3 @@ func VariablesDigest(vars map[string]render.Variable) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
-
-// MaskSecrets returns err with every value read from a Secret in vars
-// replaced by "***" in its message, for errors that quote objects (the API
-// server echoes invalid values). errors.Is and errors.As still see err.
-func MaskSecrets(err error, vars map[string]render.Variable) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	masked := msg
-	for _, v := range vars {
-		if v.Secret && v.Value != "" {
-			masked = strings.ReplaceAll(masked, v.Value, "***")
-		}
-	}
-	if masked == msg {
-		return err
-	}
-	return &maskedError{msg: masked, err: err}
-}
-
-type maskedError struct {
-	msg string
-	err error
-}
-
-func (e *maskedError) Error() string { return e.msg }
-func (e *maskedError) Unwrap() error { return e.err }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/render"
 )
 
@@ -83,24 +81,5 @@ func TestVariablesDigestChangesWithAnyValueAndWithWhereItCameFrom(t *testing.T) 
 	}
 	if VariablesDigest(base) != digests["a=1"] {
 		t.Error("the digest of the same variables changed")
-	}
-}
-
-func TestMaskSecretsHidesSecretValuesInAnErrorAndKeepsItsKind(t *testing.T) {
-	vars := map[string]render.Variable{"pw": {Value: "hunter2", Secret: true}, "env": {Value: "prod"}}
-	cause := &apply.ValidationError{Errs: []*apply.ObjectError{{Err: errors.New(`spec.password: Invalid value: "hunter2": must match ^[a-z]+$ in prod`)}}}
-	err := MaskSecrets(cause, vars)
-	if strings.Contains(err.Error(), "hunter2") {
-		t.Errorf("the Secret's value is in the error: %v", err)
-	}
-	if !strings.Contains(err.Error(), `"***"`) || !strings.Contains(err.Error(), "prod") {
-		t.Errorf("error = %v, want the value masked and the rest kept", err)
-	}
-	var ve *apply.ValidationError
-	if !errors.As(err, &ve) {
-		t.Error("the masked error no longer is a *ValidationError")
-	}
-	if MaskSecrets(nil, vars) != nil {
-		t.Error("MaskSecrets(nil) is not nil")
 	}
 }

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"encoding/base64"
+	"fmt"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/redact"
+	"github.com/driftless/driftless/internal/render"
+)
+
+// Redactor returns the Set of every Secret-derived value of a render,
+// which every message about it passes through before a user or a log
+// sees it: the values of vars read from a Secret (substituteFrom), the
+// data and stringData of the Secrets among objects, and every string of
+// an object that holds values decrypted from git or read from a Secret by
+// a HelmChart's valuesFrom (render.Object.Decrypted) — except what names
+// the object (apiVersion, kind, metadata.name and namespace, and any
+// string equal to one of those) and driftless's own label and annotation,
+// which every message names anyway. Either argument may be nil.
+func Redactor(vars map[string]render.Variable, objects []render.Object) *redact.Set {
+	var values []string
+	for _, v := range vars {
+		if v.Secret {
+			values = append(values, v.Value)
+		}
+	}
+	for _, o := range objects {
+		obj := o.Object.Object
+		if o.Object.GetAPIVersion() == "v1" && o.Object.GetKind() == "Secret" {
+			values = append(values, secretData(obj)...)
+		}
+		if o.Decrypted {
+			values = append(values, decryptedStrings(o)...)
+		}
+	}
+	return redact.New(values...)
+}
+
+// secretData returns the values of a Secret object: data decoded (and as
+// written, in case it is not base64) and stringData.
+func secretData(obj map[string]any) []string {
+	var out []string
+	data, _ := obj["data"].(map[string]any)
+	for _, v := range data {
+		s := fmt.Sprint(v)
+		out = append(out, s)
+		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+			out = append(out, string(b))
+		}
+	}
+	stringData, _ := obj["stringData"].(map[string]any)
+	for _, v := range stringData {
+		out = append(out, fmt.Sprint(v))
+	}
+	return out
+}
+
+// decryptedStrings returns every string value of o but those that name
+// it and driftless's own metadata.
+func decryptedStrings(o render.Object) []string {
+	u := o.Object
+	names := map[string]bool{u.GetAPIVersion(): true, u.GetKind(): true, u.GetName(): true, u.GetNamespace(): true}
+	var out []string
+	var walk func(v any, top bool)
+	walk = func(v any, top bool) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, item := range v {
+				if top && (k == "apiVersion" || k == "kind") {
+					continue
+				}
+				walk(item, false)
+			}
+		case []any:
+			for _, item := range v {
+				walk(item, false)
+			}
+		case string:
+			if !names[v] {
+				out = append(out, v)
+			}
+		}
+	}
+	for k, v := range u.Object {
+		if k != "metadata" {
+			walk(map[string]any{k: v}, true)
+		}
+	}
+	for k, v := range u.GetLabels() {
+		if k != v1alpha1.SyncLabel {
+			walk(v, false)
+		}
+	}
+	for k, v := range u.GetAnnotations() {
+		if k != v1alpha1.OriginAnnotation {
+			walk(v, false)
+		}
+	}
+	return out
+}

@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/render"
+)
+
+func TestRedactorHidesSecretValuesInAnErrorAndKeepsItsKind(t *testing.T) {
+	vars := map[string]render.Variable{"pw": {Value: `hun"ter2`, Secret: true}, "env": {Value: "prod"}}
+	cause := &apply.ValidationError{Errs: []*apply.ObjectError{{Err: errors.New(`metadata.labels: Invalid value: "hun\"ter2": must match ^[a-z]+$ in prod`)}}}
+	err := Redactor(vars, nil).Error(cause)
+	if want := `metadata.labels: Invalid value: "***": must match ^[a-z]+$ in prod`; !strings.Contains(err.Error(), want) {
+		t.Errorf("error = %v, want it to hold %s", err, want)
+	}
+	var ve *apply.ValidationError
+	if !errors.As(err, &ve) {
+		t.Error("the masked error no longer is a *ValidationError")
+	}
+}
+
+func TestRedactorKnowsSecretsAndDecryptedValuesButNotNames(t *testing.T) {
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "db", "namespace": "apps"},
+		"data":       map[string]any{"a": "ZGF0YS12YWx1ZS0x"}, // data-value-1
+		"stringData": map[string]any{"b": "string-data-value"},
+	}}
+	decrypted := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings", "namespace": "apps",
+			"labels": map[string]any{"tier": "decrypted-label"}, "annotations": map[string]any{"driftless.dev/origin": "apps/settings.yaml"}},
+		"data": map[string]any{"k": "decrypted-value", "same": "settings"},
+	}}
+	set := Redactor(nil, []render.Object{{Object: secret}, {Object: decrypted, Decrypted: true}})
+	msg := "Secret/apps/db data-value-1 string-data-value; ConfigMap/apps/settings decrypted-value decrypted-label from apps/settings.yaml"
+	want := "Secret/apps/db *** ***; ConfigMap/apps/settings *** *** from apps/settings.yaml"
+	if got := set.String(msg); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
