@@ -134,9 +134,14 @@ func readerOf(i *Identities, agent client.Reader, s *v1alpha1.Sync, id identity)
 }
 
 // ReaderOf returns what reads the Secrets s names (see readerOf): as
-// s's ServiceAccount outside the agent's namespace. An error when s has
+// s's ServiceAccount outside the agent's namespace. An error when the
+// tenancy fences refuse s's spec (a host --tenant-source-hosts does not
+// allow, a file:// URL: nothing of its source may be fetched) or s has
 // no identity to act as (ServiceAccountRequired).
 func (r *SyncReconciler) ReaderOf(s *v1alpha1.Sync) (engine.Reader, error) {
+	if err := checkSpec(s, r.Identities.tenancy()); err != nil {
+		return nil, err
+	}
 	id, err := r.identityOf(s)
 	if err != nil {
 		return nil, err

@@ -146,6 +146,12 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.S
 	priorities := make([]int, len(syncs))
 	for i, s := range syncs {
 		priorities[i] = changedPriority
+		if checkSpec(s, r.Identities.tenancy()) != nil {
+			// Refused (a host --tenant-source-hosts does not allow, a
+			// file:// URL): its sync says why; nothing is asked of its
+			// source here either.
+			continue
+		}
 		key := s.Namespace + "/" + s.Name
 		inputs, hasInputs := r.Store.Inputs(key, s.UID, s.Generation)
 		g, err := json.Marshal(s.Spec.Source.Git)

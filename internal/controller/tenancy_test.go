@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -226,6 +227,22 @@ func TestATenantSyncMayNotNameWhatIsNotItsOwn(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a refused Sync's source is asked nothing when it is woken or its images are updated", func(t *testing.T) {
+		r := &SyncReconciler{CacheDir: t.TempDir(), Store: NewStore(),
+			Identities: NewIdentities(Tenancy{AgentNamespace: agentNamespace, SourceHosts: sourceHosts(t, "github.com")}, c, env.Config, client.Options{Scheme: scheme})}
+		s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"},
+			Spec: v1alpha1.SyncSpec{ServiceAccountName: "deployer", Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "https://127.0.0.1:1/team-a/apps.git"}}}}
+		r.wakePriorities(context.Background(), []*v1alpha1.Sync{s})
+		if n := r.Mirror().Stats().Resolves; n != 0 {
+			t.Errorf("a woken Sync on a host --tenant-source-hosts refuses cost %d ls-remotes of it, want none", n)
+		}
+		// The image update controller reads through ReaderOf first.
+		var refused *source.HostNotAllowedError
+		if _, err := r.ReaderOf(s); !errors.As(err, &refused) {
+			t.Errorf("ReaderOf = %v, want the host refused", err)
+		}
+	})
 
 	t.Run("the refusal is InvalidSpec on the Sync", func(t *testing.T) {
 		h := tenantHarness(t, Tenancy{AgentNamespace: agentNamespace})

@@ -79,7 +79,7 @@ func (c *CacheLimit) Collect() CacheCollection {
 	if grace == 0 {
 		grace = DefaultCacheGrace
 	}
-	entries := c.mirrorEntries()
+	entries := c.mirrorEntries(now.Add(-grace))
 	entries = append(entries, c.chartEntries()...)
 	var got CacheCollection
 	for _, e := range entries {
@@ -105,7 +105,10 @@ func (c *CacheLimit) Collect() CacheCollection {
 	return got
 }
 
-func (c *CacheLimit) mirrorEntries() []cacheEntry {
+// mirrorEntries lists the mirrors; each is removed only if no reader
+// asked for it after cutoff, judged when it is removed (a reader may ask
+// while the sizes are summed).
+func (c *CacheLimit) mirrorEntries(cutoff time.Time) []cacheEntry {
 	m := c.Mirror
 	if m == nil {
 		return nil
@@ -121,7 +124,7 @@ func (c *CacheLimit) mirrorEntries() []cacheEntry {
 		entries = append(entries, cacheEntry{
 			size:    diskUsage(r.dir),
 			lastUse: r.lastUse(),
-			remove:  func() bool { return m.forget(key, r) },
+			remove:  func() bool { return m.forget(key, r, cutoff) },
 			mirror:  true,
 		})
 	}
@@ -152,12 +155,13 @@ func (c *CacheLimit) chartEntries() []cacheEntry {
 func (r *mirrored) lastUse() time.Time { return time.Unix(0, r.used.Load()) }
 
 // forget removes the mirror r, known as key, from m and from disk, unless
-// a reader holds one of its trees, a fetch of it is under way or its
-// storage is being read.
-func (m *Mirror) forget(key string, r *mirrored) bool {
+// a reader asked for it after cutoff (m.repo marks it under m.mu), holds
+// one of its trees, a fetch of it is under way or its storage is being
+// read.
+func (m *Mirror) forget(key string, r *mirrored, cutoff time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.repos[key] != r {
+	if m.repos[key] != r || r.lastUse().After(cutoff) {
 		return false
 	}
 	select {

@@ -3,6 +3,7 @@ package source
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 )
 
@@ -86,17 +87,54 @@ func (e *HostNotAllowedError) Error() string {
 }
 
 // CheckHost returns a *HostNotAllowedError when h does not allow the host
-// of raw, a repository address (URL or scp-like) as Protocol accepts it.
-// A file:// address has no host and is not checked here (see
-// --allow-file-urls); an address that names no host is not either: it
-// fails where it is parsed.
+// of raw, a repository address (URL or scp-like). A file:// address has no
+// host and is not checked here (see --allow-file-urls). When h restricts,
+// an address whose host cannot be read is refused too: what the check
+// cannot read, the fetch must not be left to read otherwise.
 func (h Hosts) CheckHost(what, raw string) error {
 	if !h.Restricts() {
 		return nil
 	}
-	host, _, ok := RepositoryAddress(raw)
-	if !ok || h.Allows(host) {
+	protocol, err := Protocol(raw)
+	if err == nil && protocol == ProtocolFile {
 		return nil
 	}
+	host, ok := addressHost(raw)
+	if err == nil && ok && h.Allows(host) {
+		return nil
+	}
+	if !ok {
+		host = "(none that can be read)"
+	}
 	return &HostNotAllowedError{What: what, Host: host, Hosts: h}
+}
+
+// addressHost returns the host of a URL or scp-like address, lowercased,
+// with its port when it has one; ok is false when it names none.
+func addressHost(raw string) (string, bool) {
+	var host, port string
+	if hasScheme.MatchString(raw) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return "", false
+		}
+		host, port = u.Hostname(), u.Port()
+	} else {
+		m := scpLike.FindStringSubmatch(raw)
+		if m == nil {
+			return "", false
+		}
+		host, port = m[2], m[3]
+	}
+	if host == "" {
+		return "", false
+	}
+	host = strings.ToLower(host)
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // IPv6
+	}
+	if port != "" {
+		host = net.JoinHostPort(strings.Trim(host, "[]"), port)
+	}
+	return host, true
 }

@@ -60,3 +60,35 @@ func TestCheckHostNamesTheHostAndTheFlag(t *testing.T) {
 		t.Errorf("error shows the token: %v", err)
 	}
 }
+
+func TestCheckHostRefusesWhatItCannotReadOrWhatHidesAnotherHost(t *testing.T) {
+	h, _ := ParseHosts([]string{"github.com", "*.corp.example"})
+	for _, raw := range []string{
+		"https://GitHub.com/org/fleet.git",
+		"ssh://git@git.corp.example:2222/org/fleet.git",
+		"git@GITHUB.COM:org/fleet.git",
+	} {
+		if err := h.CheckHost("spec.source.git.url", raw); err != nil {
+			t.Errorf("CheckHost(%q) = %v, want allowed", raw, err)
+		}
+	}
+	for _, raw := range []string{
+		"https://evil.example/.git",               // no repository path
+		"https://evil.example/x/..",               // a path that cleans to nothing
+		"https://evil.example",                    // no path at all
+		"https://github.com@evil.example/org/x",   // the allowed name as user info
+		"https://evil.example#@github.com/org/x",  // the allowed name after a fragment
+		"https://evil.example\\@github.com/org/x", // a backslash
+		"https://[::1]/org/x",                     // an IP literal
+		"https://127.0.0.1/org/x",
+		"https:///org/x", // no host
+		"git@evil.example:org/x.git",
+		"github.com.evil.example:org/x.git",
+		"corp.example:org/x.git", // the domain itself is not under *.corp.example
+	} {
+		var he *HostNotAllowedError
+		if err := h.CheckHost("spec.source.git.url", raw); !errors.As(err, &he) {
+			t.Errorf("CheckHost(%q) = %v, want a *HostNotAllowedError", raw, err)
+		}
+	}
+}

@@ -85,9 +85,11 @@ func (e *TreeError) Unwrap() error { return ErrUnsafeTree }
 
 // WriteTree writes the tree of commit, read from s, into dir, and makes it
 // read-only: directories and files lose their write permission (remove
-// such a tree with RemoveTree). It is the one function that writes a git
-// tree to disk, for every checkout: the agent's mirror trees, remote
-// Kustomize bases and the CLI's.
+// such a tree with RemoveTree). It writes every checkout that is read:
+// the agent's mirror trees, remote Kustomize bases and the CLI's. The one
+// other writer is image update's write-back worktree (Mirror.Base), which
+// must stay writable to rewrite files: it checks the tree with the same
+// rules (planTree) before go-git writes it.
 //
 // The tree is checked before anything is written, and refused with a
 // *TreeError naming the entry when an entry is named "", ".", "..",

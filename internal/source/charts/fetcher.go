@@ -125,7 +125,36 @@ func (f *Fetcher) maxChart() int64 {
 }
 
 // roundTripper is the Transport, trusting the credentials' CA if any.
+// When ref.Hosts restricts, every request it sends — a redirect, a
+// registry's token endpoint, a download an index names — goes only to an
+// allowed host.
 func (f *Fetcher) roundTripper(ref Ref) (http.RoundTripper, error) {
+	rt, err := f.transport(ref)
+	if err != nil || !ref.Hosts.Restricts() {
+		return rt, err
+	}
+	return hostsOnly{ref: ref, next: rt}, nil
+}
+
+// hostsOnly refuses a request to a host its ref's Hosts does not allow,
+// before anything is sent.
+type hostsOnly struct {
+	ref  Ref
+	next http.RoundTripper
+}
+
+func (h hostsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := checkHost(h.ref, "a request for chart "+chartName(h.ref), req.URL.Host); err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
+	return h.next.RoundTrip(req)
+}
+
+// transport is the Transport, trusting the credentials' CA if any.
+func (f *Fetcher) transport(ref Ref) (http.RoundTripper, error) {
 	base := f.Transport
 	if base == nil {
 		base = http.DefaultTransport

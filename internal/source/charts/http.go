@@ -238,6 +238,10 @@ func statusError(ref Ref, resp *http.Response, what string) error {
 // unreachable words a transport failure: the host and the cause, not the
 // URL.
 func unreachable(ref Ref, err error) *Error {
+	var refused *Error
+	if errors.As(err, &refused) {
+		return refused // a request the Transport refused (hostsOnly)
+	}
 	cause := scrubErr(err, ref.Credentials)
 	field := "spec.chart.repository"
 	if ref.OCI != "" {

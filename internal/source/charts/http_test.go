@@ -445,9 +445,30 @@ func TestHostsOutsideTheAllowListAreNeverAsked(t *testing.T) {
 	t.Cleanup(index.Close)
 	_, err = f.Fetch(ctx, charts.Ref{Repository: index.URL, Name: "web", Version: "1.2.0", Hosts: loopback})
 	assertFailure(t, err, charts.ErrHostNotAllowed, "download URL of chart web 1.2.0", "localhost")
-	mu.Lock()
-	defer mu.Unlock()
-	if asked != 0 {
-		t.Errorf("the download host was asked %d times, want never", asked)
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked
+	}
+	if n := count(); n != 0 {
+		t.Errorf("the download host was asked %d times, want never", n)
+	}
+
+	// An allowed host that redirects the index, then the download, to
+	// another: refused, the other never asked.
+	for _, what := range []string{"/index.yaml", "/web-1.2.0.tgz"} {
+		redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == what {
+				http.Redirect(w, r, strings.Replace(elsewhere.URL, "127.0.0.1", "localhost", 1)+r.URL.Path, http.StatusFound)
+				return
+			}
+			_, _ = w.Write([]byte("apiVersion: v1\nentries:\n  web:\n  - name: web\n    version: 1.2.0\n    urls: [web-1.2.0.tgz]\n"))
+		}))
+		_, err = (&charts.Fetcher{Dir: t.TempDir()}).Fetch(ctx, charts.Ref{Repository: redirecting.URL, Name: "web", Version: "1.2.0", Hosts: loopback})
+		redirecting.Close()
+		assertFailure(t, err, charts.ErrHostNotAllowed, "localhost", "--tenant-source-hosts")
+	}
+	if n := count(); n != 0 {
+		t.Errorf("a host a redirect named was asked %d times, want never", n)
 	}
 }
