@@ -315,12 +315,16 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// variables, then its render's): every error is masked with them,
 	// since the API server echoes invalid values.
 	var secrets *redact.Set
+	// What the Sync names is read as the Sync (readerOf); every Secret
+	// read is remembered, so that an error quoting one of its values (a
+	// chart's fail with a valuesFrom value) is masked too.
+	reader := &engine.SecretRecorder{Reader: readerOf(r.Identities, r.Reader, s, id)}
 	fail := func(reason string, err error) outcome {
 		if deniedRead(err) {
 			// The Sync's ServiceAccount may not read what it names.
 			reason = v1alpha1.ReasonAccessDenied
 		}
-		o.reason, o.err = reason, secrets.Error(err)
+		o.reason, o.err = reason, redact.New(reader.Values()...).Error(secrets.Error(err))
 		o.duration = time.Since(o.started)
 		return o
 	}
@@ -328,8 +332,6 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if reason, err := r.checkDependencies(ctx, s); err != nil {
 		return fail(reason, err)
 	}
-	// What the Sync names is read as the Sync (readerOf).
-	reader := readerOf(r.Identities, r.Reader, s, id)
 	req, err := engine.SourceRequest(ctx, reader, s)
 	if err != nil {
 		return fail(engine.FetchReason(err), err)
