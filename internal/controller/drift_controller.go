@@ -26,6 +26,7 @@ import (
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/redact"
 )
 
 // syncBusyRetry is how soon a drift check that found a sync of its Sync
@@ -35,6 +36,21 @@ const syncBusyRetry = 250 * time.Millisecond
 // maxDriftFields bounds the fields an incident records, so that a Sync's
 // status stays small whatever was edited.
 const maxDriftFields = 10
+
+// driftFields attributes what differs between desired, applied and live
+// (drift.Attribute), with the values of secrets masked, and at most
+// maxDriftFields of them, the last saying how many more there were.
+func driftFields(desired, applied, live *unstructured.Unstructured, manager string, secrets *redact.Set) []drift.FieldChange {
+	fields := drift.Attribute(desired, applied, live, manager)
+	for i := range fields {
+		fields[i].Git, fields[i].Found = secrets.String(fields[i].Git), secrets.String(fields[i].Found)
+	}
+	if len(fields) > maxDriftFields {
+		more := len(fields) - maxDriftFields
+		fields = append(fields[:maxDriftFields:maxDriftFields], drift.FieldChange{Path: fmt.Sprintf("… and %d more fields", more), Git: "…", Found: "…"})
+	}
+	return fields
+}
 
 // DriftReconciler checks one managed object that someone else changed
 // and puts it back to git, or reports it when the Sync only reports.
@@ -195,14 +211,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	case !decision.Revert:
 		action = v1alpha1.DriftPaused
 	}
-	fields := drift.Attribute(obj.Object, change.Applied, change.Live, opts.FieldManager)
-	for i := range fields {
-		fields[i].Git, fields[i].Found = secrets.String(fields[i].Git), secrets.String(fields[i].Found)
-	}
-	if len(fields) > maxDriftFields {
-		more := len(fields) - maxDriftFields
-		fields = append(fields[:maxDriftFields:maxDriftFields], drift.FieldChange{Path: fmt.Sprintf("… and %d more fields", more), Git: "…", Found: "…"})
-	}
+	fields := driftFields(obj.Object, change.Applied, change.Live, opts.FieldManager, secrets)
 	incident := incidentOf(r.now(), step, obj.Origin.Path, action, change, fields, decision.Reason)
 	observe(action, req.GVK.Kind, fields, r.now())
 	if action == v1alpha1.DriftReverted {

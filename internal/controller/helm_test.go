@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -160,4 +161,32 @@ func TestDriftOnAChartObjectIsReverted(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A chart's template may quote a value it read from a valuesFrom Secret
+// in its error (fail, required): the Ready message, history and events
+// show the error with the value masked.
+func TestAChartErrorQuotingAValueFromASecretIsMasked(t *testing.T) {
+	h := newHarness(t)
+	h.r.Discovery = env.Clientset.Discovery()
+	const password = "pw-7Hq2-Zx91-s3cr3t"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-secret", Namespace: h.ns},
+		StringData: map[string]string{"values.yaml": "password: " + password + "\n"}}
+	if err := c.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	files := webChart()
+	files["apps/web/helmchart.yaml"] = strings.Replace(files["apps/web/helmchart.yaml"],
+		"valuesFrom: [{kind: ConfigMap, name: web-values}]", "valuesFrom: [{kind: Secret, name: web-secret}]", 1)
+	files["charts/web/templates/configmap.yaml"] += "  bad: {{ fail (printf \"the password %q is too weak\" .Values.password) }}\n"
+	h.repo.Commit(t, "a chart that fails quoting a Secret value", files)
+	h.createSync("shop", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"apps"} })
+
+	s := h.reconcile("shop")
+	h.expectFailed(s, v1alpha1.ReasonBuildFailed, "web/templates/configmap.yaml", "is too weak")
+	for _, where := range []string{ready(s).Message, fmt.Sprint(s.Status.History)} {
+		if strings.Contains(where, password) || strings.Contains(where, password[:8]) {
+			t.Errorf("the Secret's value shows: %s", where)
+		}
+	}
 }

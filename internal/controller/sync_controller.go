@@ -26,7 +26,6 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
-	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
@@ -281,11 +280,16 @@ func (r *SyncReconciler) patchStatus(ctx context.Context, s *v1alpha1.Sync, patc
 // over Syncs in sync writes nothing (the recorded time stays true: every
 // live object was compared then), and the hourly comparison is recorded.
 func (r *SyncReconciler) comparedLongAgo(st *v1alpha1.SyncStatus, now time.Time) bool {
-	full := r.FullResync
-	if full <= 0 {
-		full = DefaultOptions().FullResync
+	return st.LastComparedAt == nil || now.Sub(st.LastComparedAt.Time) >= r.fullResync()/2
+}
+
+// fullResync is how often every object is compared (FullResync, or the
+// default).
+func (r *SyncReconciler) fullResync() time.Duration {
+	if r.FullResync <= 0 {
+		return DefaultOptions().FullResync
 	}
-	return st.LastComparedAt == nil || now.Sub(st.LastComparedAt.Time) >= full/2
+	return r.FullResync
 }
 
 // writeCompared records that a sync which changed nothing compared every
@@ -315,12 +319,16 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// variables, then its render's): every error is masked with them,
 	// since the API server echoes invalid values.
 	var secrets *redact.Set
+	// What the Sync names is read as the Sync (readerOf); every Secret
+	// read is remembered, so that an error quoting one of its values (a
+	// chart's fail with a valuesFrom value) is masked too.
+	reader := &engine.SecretRecorder{Reader: readerOf(r.Identities, r.Reader, s, id)}
 	fail := func(reason string, err error) outcome {
 		if deniedRead(err) {
 			// The Sync's ServiceAccount may not read what it names.
 			reason = v1alpha1.ReasonAccessDenied
 		}
-		o.reason, o.err = reason, secrets.Error(err)
+		o.reason, o.err = reason, redact.New(reader.Values()...).Error(secrets.Error(err))
 		o.duration = time.Since(o.started)
 		return o
 	}
@@ -328,8 +336,6 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if reason, err := r.checkDependencies(ctx, s); err != nil {
 		return fail(reason, err)
 	}
-	// What the Sync names is read as the Sync (readerOf).
-	reader := readerOf(r.Identities, r.Reader, s, id)
 	req, err := engine.SourceRequest(ctx, reader, s)
 	if err != nil {
 		return fail(engine.FetchReason(err), err)
@@ -530,17 +536,9 @@ func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]render.Object, secr
 		if c.Action != apply.Configured || c.Live == nil || c.Applied == nil {
 			continue
 		}
-		obj := byID[c.ID]
-		fields := drift.Attribute(obj.Object, c.Applied, c.Live, apply.FieldManager)
-		for i := range fields {
-			fields[i].Git, fields[i].Found = secrets.String(fields[i].Git), secrets.String(fields[i].Found)
-		}
+		fields := driftFields(byID[c.ID].Object, c.Applied, c.Live, apply.FieldManager, secrets)
 		parts := make([]string, 0, len(fields))
-		for i, f := range fields {
-			if i == maxDriftFields {
-				parts = append(parts, fmt.Sprintf("… and %d more fields", len(fields)-maxDriftFields))
-				break
-			}
+		for _, f := range fields {
 			parts = append(parts, f.Bound().String())
 		}
 		if len(parts) == 0 {
@@ -654,12 +652,8 @@ func (r *SyncReconciler) watchedAndRecent(s *v1alpha1.Sync) bool {
 		meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) {
 		return false
 	}
-	full := r.FullResync
-	if full <= 0 {
-		full = DefaultOptions().FullResync
-	}
 	last, compared := r.Store.LastFull(s.Namespace + "/" + s.Name)
-	if !compared || r.now().Sub(last) >= full {
+	if !compared || r.now().Sub(last) >= r.fullResync() {
 		return false
 	}
 	inv, ok := r.Store.Inventory(s.Namespace+"/"+s.Name, s.UID)

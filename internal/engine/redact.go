@@ -1,8 +1,15 @@
 package engine
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/redact"
@@ -96,6 +103,82 @@ func decryptedStrings(o render.Object) []string {
 		if k != v1alpha1.OriginAnnotation {
 			walk(v, false)
 		}
+	}
+	return out
+}
+
+// SecretRecorder is a Reader that remembers the values of every Secret it
+// reads — credentials, keys, HelmChart valuesFrom — so that what reads
+// through it (a sync's fetch and render) can mask its errors with them:
+// a chart's fail can quote a value from a valuesFrom Secret. A value
+// that holds YAML or JSON (a values.yaml key) is remembered whole and by
+// its string leaves. Safe for concurrent use.
+type SecretRecorder struct {
+	Reader Reader
+
+	mu     sync.Mutex
+	values []string
+}
+
+// Get reads through the Reader and remembers a Secret's values.
+func (s *SecretRecorder) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := s.Reader.Get(ctx, key, obj, opts...)
+	secret, ok := obj.(*corev1.Secret)
+	if err != nil || !ok {
+		return err
+	}
+	var values []string
+	for _, v := range secret.Data {
+		values = append(values, valueAndLeaves(string(v))...)
+	}
+	for _, v := range secret.StringData {
+		values = append(values, valueAndLeaves(v)...)
+	}
+	s.mu.Lock()
+	s.values = append(s.values, values...)
+	s.mu.Unlock()
+	return nil
+}
+
+// Values returns the values of the Secrets read so far.
+func (s *SecretRecorder) Values() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.values)
+}
+
+// valueAndLeaves returns v, and when v is a YAML or JSON mapping or list,
+// every string in it and every number of 8 digits or more.
+func valueAndLeaves(v string) []string {
+	out := []string{v}
+	var doc any
+	if yaml.Unmarshal([]byte(v), &doc) != nil {
+		return out
+	}
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for _, item := range x {
+				walk(item)
+			}
+		case []any:
+			for _, item := range x {
+				walk(item)
+			}
+		case string:
+			out = append(out, x)
+		case float64:
+			// A number is a secret only when long (a PIN of 8 digits
+			// or more); a short one (a port) would hide every mention.
+			if n := fmt.Sprint(x); len(n) >= 8 {
+				out = append(out, n)
+			}
+		}
+	}
+	switch doc.(type) {
+	case map[string]any, []any:
+		walk(doc)
 	}
 	return out
 }
