@@ -319,16 +319,19 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// variables, then its render's): every error is masked with them,
 	// since the API server echoes invalid values.
 	var secrets *redact.Set
-	// What the Sync names is read as the Sync (readerOf); every Secret
-	// read is remembered, so that an error quoting one of its values (a
-	// chart's fail with a valuesFrom value) is masked too.
-	reader := &engine.SecretRecorder{Reader: readerOf(r.Identities, r.Reader, s, id)}
+	// What the Sync names is read as the Sync (readerOf). Every Secret
+	// the render reads is remembered, so that an error quoting one of its
+	// values (a chart's fail with a valuesFrom value) is masked too; the
+	// source's Secrets are not (known_hosts names hosts every fetch error
+	// names, and fetch errors never quote a credential).
+	reader := readerOf(r.Identities, r.Reader, s, id)
+	rendered := &engine.SecretRecorder{Reader: reader}
 	fail := func(reason string, err error) outcome {
 		if deniedRead(err) {
 			// The Sync's ServiceAccount may not read what it names.
 			reason = v1alpha1.ReasonAccessDenied
 		}
-		o.reason, o.err = reason, redact.New(reader.Values()...).Error(secrets.Error(err))
+		o.reason, o.err = reason, redact.New(rendered.Values()...).Error(secrets.Error(err))
 		o.duration = time.Since(o.started)
 		return o
 	}
@@ -373,7 +376,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if r.Revisions != nil && !o.dryRun && o.revision != s.Status.LastAppliedRevision {
 		r.Revisions.Syncing(s, o.revision)
 	}
-	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys, reader)
+	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys, rendered)
 	o.commit = r.commitOf(req, o.revision)
 	if err != nil {
 		return fail(reason, err)

@@ -108,9 +108,9 @@ func decryptedStrings(o render.Object) []string {
 }
 
 // SecretRecorder is a Reader that remembers the values of every Secret it
-// reads — credentials, keys, HelmChart valuesFrom — so that what reads
-// through it (a sync's fetch and render) can mask its errors with them:
-// a chart's fail can quote a value from a valuesFrom Secret. A value
+// reads — a HelmChart's valuesFrom and chart credentials — so that what
+// reads through it (a sync's render) can mask its errors with them: a
+// chart's fail can quote a value from a valuesFrom Secret. A value
 // that holds YAML or JSON (a values.yaml key) is remembered whole and by
 // its string leaves. Safe for concurrent use.
 type SecretRecorder struct {
