@@ -14,21 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	driftless "github.com/driftless/driftless/internal/agent"
 	"github.com/driftless/driftless/internal/controller"
-	"github.com/driftless/driftless/internal/receiver"
 )
 
 // syncNamespace holds the benchmark's Syncs.
@@ -85,14 +78,17 @@ func parseLimits(s string) (clientLimits, error) {
 	return clientLimits{name: fmt.Sprintf("client QPS %g, burst %d", qps, burst), qps: qps, burst: burst}, nil
 }
 
-// agent is the driftless engine running in this process, wired as
-// `driftless agent` wires it (controller.Setup on a manager whose cache is
-// controller.CacheOptions), with every API request it makes counted.
+// agent is the driftless agent running in this process, assembled by
+// internal/agent as `driftless agent` is, with every API request it makes
+// counted.
 type agent struct {
 	requests *requestCounter
-	cancel   context.CancelFunc
-	done     chan error
-	cacheDir string
+	// installed is what the agent's install (CRDs, namespace) asked of
+	// the API server, before it served anything.
+	installed requestCounts
+	cancel    context.CancelFunc
+	done      chan error
+	cacheDir  string
 	// hooks is the webhook receiver's base URL (http://127.0.0.1:port),
 	// when the agent serves webhooks.
 	hooks string
@@ -103,88 +99,71 @@ type agent struct {
 	stopErr error
 }
 
-// startAgent starts an agent and waits until its caches are synced. With
-// webhooks, it also serves the webhook receiver on a loopback port, as
-// --webhook-bind-address and --webhook-secret=driftless-webhooks would.
+// startAgent starts an agent in syncNamespace and waits until its caches
+// are synced. With webhooks, it also serves the webhook receiver on a
+// loopback port, as --webhook-bind-address and
+// --webhook-secret=driftless-webhooks would.
 func startAgent(ctx context.Context, base *rest.Config, limits clientLimits, concurrent int, webhooks bool, logs io.Writer) (*agent, error) {
-	cfg := rest.CopyConfig(base)
-	cfg.QPS, cfg.Burst = limits.qps, limits.burst
-	if limits.unthrottle {
-		cfg.QPS, cfg.Burst = -1, 0
-	}
 	a := &agent{requests: newRequestCounter(), done: make(chan error, 1)}
+	cfg := rest.CopyConfig(base)
 	cfg.Wrap(a.requests.wrap)
 	dir, err := os.MkdirTemp("", "driftless-bench-agent-")
 	if err != nil {
 		return nil, err
 	}
 	a.cacheDir = dir
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     scheme,
-		Cache:      controller.CacheOptions(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Logger:     zap.New(zap.WriteTo(logs)),
-	})
-	if err != nil {
-		return nil, err
+	opts := driftless.DefaultOptions()
+	opts.Config, opts.Namespace, opts.CacheDir, opts.LogTo = cfg, syncNamespace, dir, logs
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.QPS, opts.Burst = limits.qps, limits.burst
+	if limits.unthrottle {
+		opts.QPS, opts.Burst = -1, 0
 	}
-	opts := controller.DefaultOptions()
-	opts.CacheDir = dir
 	if concurrent > 0 {
 		opts.Concurrency = concurrent
 	}
-	var wake chan event.TypedGenericEvent[*v1alpha1.Sync]
 	if webhooks {
-		wake = make(chan event.TypedGenericEvent[*v1alpha1.Sync])
-		opts.Wake = wake
-	}
-	if a.syncs, err = controller.Setup(mgr, opts); err != nil {
-		return nil, err
-	}
-	if webhooks {
-		if a.hooks, err = addReceiver(mgr, wake); err != nil {
+		// The receiver listens itself; a port the kernel just handed out
+		// and took back is free for it.
+		addr, err := freeLoopbackAddr()
+		if err != nil {
 			return nil, err
 		}
+		opts.WebhookAddr, opts.WebhookSecret = addr, webhookSecretName
+		a.hooks = "http://" + addr
 	}
+	ag, err := driftless.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ag.Install(ctx); err != nil {
+		return nil, err
+	}
+	a.installed, _ = a.requests.snapshot()
+	if err := ag.Setup(); err != nil {
+		return nil, err
+	}
+	a.syncs = ag.Syncs()
 	runCtx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	go func() { a.done <- mgr.Start(runCtx) }()
+	go func() { a.done <- ag.Serve(runCtx) }()
 	waitCtx, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
-	if !mgr.GetCache().WaitForCacheSync(waitCtx) {
+	if !ag.WaitForCacheSync(waitCtx) {
 		return nil, errors.Join(errors.New("the agent's cache did not sync"), a.stop())
 	}
 	return a, nil
 }
 
-// addReceiver adds the webhook receiver to mgr as internal/cli/agent.go
-// does, on a free loopback port, and returns its base URL.
-func addReceiver(mgr ctrl.Manager, wake chan<- event.TypedGenericEvent[*v1alpha1.Sync]) (string, error) {
-	// The receiver listens itself (Start); a port the kernel just handed
-	// out and took back is free for it.
+// freeLoopbackAddr returns a loopback address whose port was free a
+// moment ago.
+func freeLoopbackAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
 	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		return "", err
-	}
-	hooks, err := receiver.New(receiver.Options{
-		Addr:     addr,
-		Secret:   types.NamespacedName{Namespace: syncNamespace, Name: webhookSecretName},
-		Syncs:    mgr.GetClient(),
-		Secrets:  mgr.GetAPIReader(),
-		Wake:     wake,
-		Elected:  mgr.Elected(),
-		Recorder: mgr.GetEventRecorder("driftless-webhook-receiver"),
-		Limits:   receiver.DefaultLimits(),
-	})
-	if err != nil {
-		return "", err
-	}
-	return "http://" + addr, mgr.Add(hooks)
+	return addr, ln.Close()
 }
 
 // stop stops the agent and removes its checkouts; stopping it again

@@ -91,12 +91,15 @@ func (b *bench) restart(ctx context.Context, l *live, r *restart) error {
 		}
 	}
 	r.Serving = time.Since(start).Seconds()
+	// The install's requests (CRDs, namespace) are not the restart's.
 	untilServing, _ := a.requests.snapshot()
+	untilServing = untilServing.minus(a.installed)
 	r.Requests = summarize(untilServing)
 	if err := quiet(ctx, a, 2*time.Second, time.Minute); err != nil {
 		return err
 	}
 	settled, _ := a.requests.snapshot()
+	settled = settled.minus(a.installed)
 	r.Settled = summarize(settled)
 	managed := map[string]bool{}
 	for _, gvr := range resources {

@@ -3,8 +3,6 @@ package config_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,12 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/admission"
-	"github.com/driftless/driftless/internal/cli"
+	"github.com/driftless/driftless/internal/agent"
+	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -107,7 +106,7 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		// notify.ConfigMapState: creates the dedup state's ConfigMap once,
 		rule("", "configmaps", "create"),
 		// then reads and updates only that ConfigMap.
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{cli.NotifyStateConfigMap}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{agent.NotifyStateConfigMap}, Verbs: []string{"get", "update"}},
 	}
 	if diff := cmp.Diff(notifyState, find[*rbacv1.Role](t, objs, namespace, "driftless-notify").Rules); diff != "" {
 		t.Errorf("Role driftless-notify rules (-want +got):\n%s", diff)
@@ -181,16 +180,12 @@ func TestTheAgentRunsWithOnlyTheShippedRBAC(t *testing.T) {
 		"cm.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: %s\ndata:\n  greeting: ${greeting}\n  token: ${token}\n", team),
 	})
 
-	agent := startAgent(t,
-		"--kubeconfig", impersonatingKubeconfig(t, "system:serviceaccount:"+ns+":driftless"),
-		"--namespace", ns,
-		"--git-url", fleet.FileURL(), "--git-branch", "main", "--sync-interval", "2s",
-		"--sync-service-account", "driftless-root",
-		"--allow-file-urls",
-		"--leader-elect=true",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--cache-dir", t.TempDir(),
-	)
+	opts := agenttest.Options(t, impersonating("system:serviceaccount:"+ns+":driftless"), ns)
+	opts.GitURL, opts.GitBranch, opts.SyncInterval = fleet.FileURL(), "main", 2*time.Second
+	opts.SyncServiceAccount = "driftless-root"
+	opts.AllowFileURLs = true
+	opts.LeaderElect = true
+	a := agenttest.Start(t, opts)
 	teamSync := &v1alpha1.Sync{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: team},
 		Spec: v1alpha1.SyncSpec{
@@ -202,14 +197,14 @@ func TestTheAgentRunsWithOnlyTheShippedRBAC(t *testing.T) {
 			},
 		},
 	}
-	agent.eventually("the Sync CRD is installed", func() string {
+	a.Eventually("the Sync CRD is installed", func() string {
 		if err := cl.Create(ctx, teamSync.DeepCopy()); err != nil {
 			return err.Error()
 		}
 		return ""
 	})
-	agent.eventually("the root Sync is Ready", syncReady(cl, client.ObjectKey{Namespace: ns, Name: "default"}))
-	agent.eventually("the team's Sync is Ready", syncReady(cl, client.ObjectKeyFromObject(teamSync)))
+	a.Eventually("the root Sync is Ready", syncReady(cl, client.ObjectKey{Namespace: ns, Name: "default"}))
+	a.Eventually("the team's Sync is Ready", syncReady(cl, client.ObjectKeyFromObject(teamSync)))
 	var cm corev1.ConfigMap
 	if err := cl.Get(ctx, client.ObjectKey{Namespace: team, Name: "app"}, &cm); err != nil || cm.Data["greeting"] != "hello" || cm.Data["token"] != "s3cret" {
 		t.Fatalf("the team's ConfigMap = %v (%v), want greeting from the ConfigMap and token from the Secret", cm.Data, err)
@@ -220,7 +215,7 @@ func TestTheAgentRunsWithOnlyTheShippedRBAC(t *testing.T) {
 	if err := cl.Update(ctx, &cm, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
-	agent.eventually("the edit is reverted", func() string {
+	a.Eventually("the edit is reverted", func() string {
 		var got corev1.ConfigMap
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(&cm), &got); err != nil {
 			return err.Error()
@@ -230,7 +225,7 @@ func TestTheAgentRunsWithOnlyTheShippedRBAC(t *testing.T) {
 		}
 		return ""
 	})
-	agent.eventually("the agent holds its Lease and recorded events", func() string {
+	a.Eventually("the agent holds its Lease and recorded events", func() string {
 		var lease coordinationv1.Lease
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "driftless-agent"}, &lease); err != nil {
 			return "lease: " + err.Error()
@@ -303,22 +298,11 @@ func mustCreate(t *testing.T, cl client.Client, objs ...client.Object) {
 	}
 }
 
-// impersonatingKubeconfig writes the test cluster's kubeconfig acting as
-// user, as the agent's in-cluster ServiceAccount token would.
-func impersonatingKubeconfig(t *testing.T, user string) string {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(env.ControlPlane.KubeconfigPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range cfg.AuthInfos {
-		a.Impersonate = user
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+// impersonating is the test cluster's admin config acting as user.
+func impersonating(user string) *rest.Config {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return cfg
 }
 
 func syncClient(t *testing.T) client.Client {
@@ -346,54 +330,5 @@ func syncReady(cl client.Client, key client.ObjectKey) func() string {
 			return fmt.Sprintf("Ready = %+v", c)
 		}
 		return ""
-	}
-}
-
-type runningAgent struct {
-	t    *testing.T
-	done chan struct{}
-	err  error
-}
-
-// startAgent runs `driftless agent args...` until the test ends.
-func startAgent(t *testing.T, args ...string) *runningAgent {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &runningAgent{t: t, done: make(chan struct{})}
-	cmd := cli.NewRootCommand(io.Discard, io.Discard)
-	cmd.SetArgs(append([]string{"agent"}, args...))
-	go func() {
-		defer close(a.done)
-		a.err = cmd.ExecuteContext(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-a.done:
-		case <-time.After(time.Minute):
-			t.Error("the agent still runs a minute after its context was cancelled")
-		}
-	})
-	return a
-}
-
-// eventually polls check until it returns "", for at most a minute.
-func (a *runningAgent) eventually(what string, check func() string) {
-	a.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		last := check()
-		if last == "" {
-			return
-		}
-		select {
-		case <-a.done:
-			a.t.Fatalf("%s: the agent exited (%v); last check: %s", what, a.err, last)
-		default:
-		}
-		if time.Now().After(deadline) {
-			a.t.Fatalf("%s: still not after a minute: %s", what, last)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -56,7 +56,7 @@ func startAdmissionAgent(t *testing.T, ns string, extra ...string) *runningAgent
 	t.Cleanup(func() {
 		_ = c.Delete(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: admission.ConfigurationName(ns)}})
 	})
-	a.eventually("the webhook is registered with a CA bundle", func() string {
+	a.Eventually("the webhook is registered with a CA bundle", func() string {
 		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
 		if err := c.Get(context.Background(), client.ObjectKey{Name: admission.ConfigurationName(ns)}, &vwc); err != nil {
 			return err.Error()
@@ -96,7 +96,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 	if err := c.Create(ctx, sync); err != nil {
 		t.Fatal(err)
 	}
-	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	a.Eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
 	if err := c.Create(ctx, mustConfigMap(ns, "unmanaged")); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 			t.Errorf("kubectl printed %q, want the break-glass warning", stderr)
 		}
 		// The agent's own revert of a protected object is not refused.
-		a.eventually("the agent reverts the protected object", func() string {
+		a.Eventually("the agent reverts the protected object", func() string {
 			if got := configValue(t, ns, "locked"); got != "v1" {
 				return "greeting = " + got
 			}
@@ -186,7 +186,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 		if want := fmt.Sprintf("Warning: managed by driftless %s/apps from apps/app.yaml; it will be re-created — delete it in git", ns); !strings.Contains(stderr, want) {
 			t.Errorf("kubectl printed %q, want %q", stderr, want)
 		}
-		a.eventually("the agent re-creates the deleted object", func() string {
+		a.Eventually("the agent re-creates the deleted object", func() string {
 			if got := configValue(t, ns, "app"); got != "v1" {
 				return "greeting = " + got
 			}
@@ -212,7 +212,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 	t.Run("the agent prunes a protected object deleted from git", func(t *testing.T) {
 		rev := repo.Commit(t, "drop locked", map[string]string{"apps/locked.yaml": ""})
 		runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
-		a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+		a.Eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
 		if got := configValue(t, ns, "locked"); got != "" {
 			t.Errorf("the protected object removed from git is still there (greeting %q): the webhook refused the agent's prune", got)
 		}
@@ -225,7 +225,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 		}
 		want := fmt.Sprintf("Warning: managed by driftless %s/apps from apps/app.yaml; this change will not be reverted (the Sync is suspended) but differs from git — change it in git", ns)
 		n := 0
-		a.eventually("the warning says not reverted", func() string {
+		a.Eventually("the warning says not reverted", func() string {
 			n++
 			_, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "app", "-p", fmt.Sprintf(`{"data":{"greeting":"by hand %d"}}`, n))
 			if err != nil {
@@ -275,7 +275,7 @@ func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 	if err := c.Create(ctx, sync); err != nil {
 		t.Fatal(err)
 	}
-	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	a.Eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
 	if _, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "locked", "-p", `{"data":{"greeting":"by hand"}}`); err == nil {
 		t.Fatalf("a person's patch of the protected object succeeded: %s", stderr)
 	}
@@ -311,13 +311,13 @@ func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 
 	rev = repo.Commit(t, "change", map[string]string{"apps/locked.yaml": locked("v2")})
 	runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
-	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	a.Eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
 	if got := configValue(t, ns, "locked"); got != "v2" {
 		t.Errorf("greeting = %q after a commit changed it to v2: the webhook refused the agent's apply as the Sync's ServiceAccount", got)
 	}
 	rev = repo.Commit(t, "drop", map[string]string{"apps/locked.yaml": ""})
 	runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
-	a.eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	a.Eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
 	if got := configValue(t, ns, "locked"); got != "" {
 		t.Errorf("the protected object removed from git is still there (greeting %q): the webhook refused the agent's prune as the Sync's ServiceAccount", got)
 	}

@@ -59,15 +59,15 @@ func TestSeedStoryPrunedCustomResourcesStayPruned(t *testing.T) {
 		"--cache-dir", t.TempDir(),
 	)
 	root := client.ObjectKey{Namespace: ns, Name: "default"}
-	a.eventually("the first commit is applied", syncAppliedAt(root, rev))
+	a.Eventually("the first commit is applied", syncAppliedAt(root, rev))
 
 	for i := 1; i <= seedRounds; i++ {
 		rev = repo.Commit(t, fmt.Sprintf("round %d", i), map[string]string{
 			fmt.Sprintf("workloads/b-widget-%d.yaml", i-1): "",
 			fmt.Sprintf("workloads/b-widget-%d.yaml", i):   widget(i),
 		})
-		a.eventually(fmt.Sprintf("round %d is applied", i), syncAppliedAt(root, rev))
-		a.eventually(fmt.Sprintf("round %d: the pruned w-%d is gone", i, i-1), widgetGone(group, ns, fmt.Sprintf("w-%d", i-1)))
+		a.Eventually(fmt.Sprintf("round %d is applied", i), syncAppliedAt(root, rev))
+		a.Eventually(fmt.Sprintf("round %d: the pruned w-%d is gone", i, i-1), widgetGone(group, ns, fmt.Sprintf("w-%d", i-1)))
 	}
 
 	// A hand edit, reverted: every drift check queued before it has run.
@@ -82,7 +82,7 @@ func TestSeedStoryPrunedCustomResourcesStayPruned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.eventually("the hand edit is reverted", func() string {
+	a.Eventually("the hand edit is reverted", func() string {
 		if v := configValue(t, ns, "a-config"); v != "git" {
 			return "greeting = " + v
 		}
@@ -102,7 +102,7 @@ func TestSeedStoryPrunedCustomResourcesStayPruned(t *testing.T) {
 			t.Errorf("a drift check re-created an object: %s", e.Note)
 		}
 	}
-	if err := a.stop(); err != nil {
+	if err := a.Stop(); err != nil {
 		t.Errorf("the agent did not shut down cleanly: %v", err)
 	}
 }

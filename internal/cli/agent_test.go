@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -21,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/agent"
+	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -67,7 +68,7 @@ func TestAgentWithFluxV1FlagsKeepsTheClusterEqualToGit(t *testing.T) {
 
 	// The root Sync mirrors the flags.
 	var sync v1alpha1.Sync
-	a.eventually("the root Sync is created", func() string {
+	a.Eventually("the root Sync is created", func() string {
 		if err := c.Get(ctx, root, &sync); err != nil {
 			return err.Error()
 		}
@@ -93,7 +94,7 @@ func TestAgentWithFluxV1FlagsKeepsTheClusterEqualToGit(t *testing.T) {
 	}
 
 	// The first commit is applied, and only its git paths.
-	a.eventually("the root Sync is Ready at the first commit", syncAppliedAt(root, first))
+	a.Eventually("the root Sync is Ready at the first commit", syncAppliedAt(root, first))
 	if v := configValue(t, appNS, "web-config"); v != "v1" {
 		t.Errorf("web-config greeting = %q, want v1", v)
 	}
@@ -106,11 +107,11 @@ func TestAgentWithFluxV1FlagsKeepsTheClusterEqualToGit(t *testing.T) {
 	if v := configValue(t, appNS, "not-in-a-git-path"); v != "" {
 		t.Error("a ConfigMap outside --git-path was applied")
 	}
-	a.eventually("an Event on the root Sync reports the first commit", syncEventContains(ns, "applied "+first[:7]+": "))
+	a.Eventually("an Event on the root Sync reports the first commit", syncEventContains(ns, "applied "+first[:7]+": "))
 
 	// A new commit is applied at the next interval, with no other nudge.
 	second := repo.Commit(t, "new greeting", map[string]string{"workloads/config.yaml": configMapIn(appNS, "web-config", "v2")})
-	a.eventually("the root Sync is Ready at the second commit", syncAppliedAt(root, second))
+	a.Eventually("the root Sync is Ready at the second commit", syncAppliedAt(root, second))
 	if v := configValue(t, appNS, "web-config"); v != "v2" {
 		t.Errorf("web-config greeting after the second commit = %q, want v2", v)
 	}
@@ -127,14 +128,14 @@ func TestAgentWithFluxV1FlagsKeepsTheClusterEqualToGit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("edit web-config: %v", err)
 	}
-	a.eventually("the hand edit of web-config is reverted", func() string {
+	a.Eventually("the hand edit of web-config is reverted", func() string {
 		if v := configValue(t, appNS, "web-config"); v != "v2" {
 			return fmt.Sprintf("greeting = %q, want v2 from git", v)
 		}
 		return ""
 	})
 
-	if err := a.stop(); err != nil {
+	if err := a.Stop(); err != nil {
 		t.Errorf("the agent did not shut down cleanly: %v", err)
 	}
 }
@@ -163,14 +164,9 @@ func TestAgentRefusesLeaderElectionTimingsOutOfOrderBeforeConnecting(t *testing.
 }
 
 // runningAgent is `driftless agent` running in the test's process.
-type runningAgent struct {
-	t      *testing.T
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error // what the command returned; set before done is closed
-}
+type runningAgent = agenttest.Agent
 
-// startAgent runs `driftless agent args...` until stop is called or the
+// startAgent runs `driftless agent args...` until it is stopped or the
 // test ends.
 func startAgent(t *testing.T, args ...string) *runningAgent {
 	t.Helper()
@@ -181,49 +177,25 @@ func startAgent(t *testing.T, args ...string) *runningAgent {
 // error) in log.
 func startAgentLogging(t *testing.T, log io.Writer, args ...string) *runningAgent {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &runningAgent{t: t, cancel: cancel, done: make(chan struct{})}
-	cmd := NewRootCommand(io.Discard, log)
-	cmd.SetArgs(append([]string{"agent"}, args...))
-	go func() {
-		defer close(a.done)
-		a.err = cmd.ExecuteContext(ctx)
-	}()
-	t.Cleanup(func() { _ = a.stop() })
-	return a
+	return agenttest.Start(t, agentFlags(t, log, args...))
 }
 
-// stop cancels the agent's context and returns what the agent returned.
-func (a *runningAgent) stop() error {
-	a.cancel()
-	select {
-	case <-a.done:
-		return a.err
-	case <-time.After(time.Minute):
-		return errors.New("the agent still runs a minute after its context was cancelled")
+// agentFlags returns the options `driftless agent args...` runs, with its
+// log in log.
+func agentFlags(t *testing.T, log io.Writer, args ...string) agent.Options {
+	t.Helper()
+	var got agent.Options
+	cmd := agentCommand(func(_ context.Context, o agent.Options) error {
+		got = o
+		return nil
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(log)
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("driftless agent %s: %v", strings.Join(args, " "), err)
 	}
-}
-
-// eventually polls check until it returns "" and fails the test with
-// check's last answer if that takes more than a minute or the agent exits.
-func (a *runningAgent) eventually(what string, check func() string) {
-	a.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		last := check()
-		if last == "" {
-			return
-		}
-		select {
-		case <-a.done:
-			a.t.Fatalf("%s: the agent exited (%v); last check: %s", what, a.err, last)
-		default:
-		}
-		if time.Now().After(deadline) {
-			a.t.Fatalf("%s: not within a minute; last check: %s", what, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return got
 }
 
 // syncAppliedAt checks that the Sync is Ready=True at revision.

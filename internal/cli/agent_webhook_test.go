@@ -76,7 +76,7 @@ func TestAgentWebhookSyncsThePushedBranchAtOnceAndNothingElse(t *testing.T) {
 			},
 		}
 		// The agent installs the Sync CRD as it starts.
-		a.eventually("Sync "+name+" is created", func() string {
+		a.Eventually("Sync "+name+" is created", func() string {
 			if err := c.Create(ctx, sync); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err.Error()
 			}
@@ -84,9 +84,9 @@ func TestAgentWebhookSyncsThePushedBranchAtOnceAndNothingElse(t *testing.T) {
 		})
 	}
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
-	a.eventually("main is applied", syncAppliedAt(key("main"), mainFirst))
-	a.eventually("dev is applied", syncAppliedAt(key("dev"), devFirst))
-	a.eventually("other is applied", syncAppliedAt(key("other"), otherFirst))
+	a.Eventually("main is applied", syncAppliedAt(key("main"), mainFirst))
+	a.Eventually("dev is applied", syncAppliedAt(key("dev"), devFirst))
+	a.Eventually("other is applied", syncAppliedAt(key("other"), otherFirst))
 
 	// New commits everywhere; only webhooks can bring them in before an hour.
 	mainSecond := fleet.Commit(t, "main v2", map[string]string{"main/config.yaml": configMapIn(ns, "from-main", "v2")})
@@ -103,7 +103,7 @@ func TestAgentWebhookSyncsThePushedBranchAtOnceAndNothingElse(t *testing.T) {
 	if code, reply := hooks.post(githubPush(fleet, "refs/heads/main"), "sha256="+sign("guess", githubPush(fleet, "refs/heads/main")), "d-bad"); code != http.StatusUnauthorized {
 		t.Errorf("wrong signature: %d %+v, want 401", code, reply)
 	}
-	a.eventually("a Warning event on the webhook Secret", func() string {
+	a.Eventually("a Warning event on the webhook Secret", func() string {
 		var list eventsv1.EventList
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return err.Error()
@@ -142,7 +142,7 @@ func TestAgentWebhookSyncsThePushedBranchAtOnceAndNothingElse(t *testing.T) {
 	if diff := cmp.Diff([]string{ns + "/main"}, reply.Woken); diff != "" {
 		t.Errorf("Syncs woken by the push to main (-want +got):\n%s", diff)
 	}
-	within(t, a, 20*time.Second, "main is applied at the pushed commit", syncAppliedAt(key("main"), mainSecond))
+	a.Within(20*time.Second, "main is applied at the pushed commit", syncAppliedAt(key("main"), mainSecond))
 	t.Logf("push → Ready at the new commit: %s", time.Since(pushed).Round(time.Millisecond))
 	if v := configValue(t, ns, "from-main"); v != "v2" {
 		t.Errorf("from-main = %q after the push, want v2", v)
@@ -189,27 +189,6 @@ func loopbackAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// within polls check like eventually, with a shorter deadline.
-func within(t *testing.T, a *runningAgent, d time.Duration, what string, check func() string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		last := check()
-		if last == "" {
-			return
-		}
-		select {
-		case <-a.done:
-			t.Fatalf("%s: the agent exited (%v); last check: %s", what, a.err, last)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; last check: %s", what, d, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func sign(secret string, body []byte) string {
@@ -285,7 +264,7 @@ func (w webhookClient) post(body []byte, signature, delivery string) (int, recei
 // 405 before any limit is counted).
 func (w webhookClient) waitListening(a *runningAgent) {
 	w.t.Helper()
-	a.eventually("the webhook receiver listens", func() string {
+	a.Eventually("the webhook receiver listens", func() string {
 		resp, err := http.Get(w.url)
 		if err != nil {
 			return err.Error()

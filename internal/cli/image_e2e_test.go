@@ -84,7 +84,7 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 		Spec: v1alpha1.ImagePolicySpec{Image: image, Insecure: true, Interval: metav1.Duration{Duration: time.Second},
 			Policy: v1alpha1.ImagePolicyChoice{SemVer: &v1alpha1.SemVerPolicy{Range: "^1"}}},
 	}
-	a.eventually("the ImagePolicy can be created", func() string {
+	a.Eventually("the ImagePolicy can be created", func() string {
 		if err := c.Create(ctx, policy); err != nil {
 			return err.Error()
 		}
@@ -121,7 +121,7 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 		}
 		return d.Spec.Template.Spec.Containers[0].Image
 	}
-	a.eventually("the Deployment runs 1.0.0 from git", func() string {
+	a.Eventually("the Deployment runs 1.0.0 from git", func() string {
 		if got := deploymentImage("app"); got != image+":1.0.0" {
 			return "image " + got
 		}
@@ -129,7 +129,7 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 	})
 
 	reg.Push(t, "app", "1.2.3")
-	a.eventually("a commit with the new tag appears in git", func() string {
+	a.Eventually("a commit with the new tag appears in git", func() string {
 		msg := strings.TrimSpace(gitIn(t, commitRepo.Bare, "log", "-1", "--format=%an <%ae>|%s", "main"))
 		if want := "Image Bot <bot@example.com>|images: " + image + ":1.2.3 by " + ns + "/app"; msg != want {
 			return fmt.Sprintf("last commit %q, want %q", msg, want)
@@ -142,7 +142,7 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 	if got := gitIn(t, commitRepo.Bare, "show", "main:apps/app.yaml"); !strings.Contains(got, image+":1.2.3 # {\"$imagepolicy\"") {
 		t.Errorf("apps/app.yaml on main:\n%s\nwant the marked image at 1.2.3 with its marker", got)
 	}
-	a.eventually("the Sync verifies the robot's commit and the cluster runs 1.2.3", func() string {
+	a.Eventually("the Sync verifies the robot's commit and the cluster runs 1.2.3", func() string {
 		if got := deploymentImage("app"); got != image+":1.2.3" {
 			return "image " + got
 		}
@@ -151,7 +151,7 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 
 	// Report mode: the status lists the change, an event says it, and
 	// nothing is pushed.
-	a.eventually("the report Sync lists the pending change", func() string {
+	a.Eventually("the report Sync lists the pending change", func() string {
 		var s v1alpha1.Sync
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "report"}, &s); err != nil {
 			return err.Error()
@@ -161,7 +161,7 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 		}
 		return ""
 	})
-	a.eventually("an event says what Report mode would commit", func() string {
+	a.Eventually("an event says what Report mode would commit", func() string {
 		return eventOn(ns, "report", "would commit to branch main: apps/app.yaml:15")
 	})
 	if head := strings.TrimSpace(gitIn(t, reportRepo.Bare, "rev-parse", "main")); head != reportHead {

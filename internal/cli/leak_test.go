@@ -157,7 +157,7 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 	names := []string{"good", "badvars", "badsops"}
 	for _, name := range names {
 		// The agent installs the Sync CRD as it starts.
-		a.eventually("Sync "+name+" is created", func() string {
+		a.Eventually("Sync "+name+" is created", func() string {
 			if err := c.Create(ctx, newSync(name, name)); err != nil && !apierrors.IsAlreadyExists(err) {
 				return err.Error()
 			}
@@ -177,9 +177,9 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 			return ""
 		}
 	}
-	a.eventually("the good Sync is Ready", readyIs("good", metav1.ConditionTrue))
-	a.eventually("the Sync of refused labels from variables fails", readyIs("badvars", metav1.ConditionFalse))
-	a.eventually("the Sync of refused labels from SOPS fails", readyIs("badsops", metav1.ConditionFalse))
+	a.Eventually("the good Sync is Ready", readyIs("good", metav1.ConditionTrue))
+	a.Eventually("the Sync of refused labels from variables fails", readyIs("badvars", metav1.ConditionFalse))
+	a.Eventually("the Sync of refused labels from SOPS fails", readyIs("badsops", metav1.ConditionFalse))
 
 	// A hand edit of an annotation that holds a value: reverted, with an
 	// incident naming the field.
@@ -200,7 +200,7 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 			t.Fatalf("edit %s: %v", name, err)
 		}
 	}
-	a.eventually("both hand edits are reverted and recorded", func() string {
+	a.Eventually("both hand edits are reverted and recorded", func() string {
 		var s v1alpha1.Sync
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "good"}, &s); err != nil {
 			return err.Error()
@@ -210,7 +210,7 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 		}
 		return ""
 	})
-	a.eventually("a failure is notified and a commit status posted", func() string {
+	a.Eventually("a failure is notified and a commit status posted", func() string {
 		got := received.String()
 		if !strings.Contains(got, "/hook") || !strings.Contains(got, "/statuses/") {
 			return "received: " + got
@@ -272,7 +272,7 @@ func TestNoSecretValueLeaksIntoAnyOutput(t *testing.T) {
 		}
 	}
 	t.Logf("%d values × %d encodings × %d outputs = %d checks, %d hits", len(values), len(redacttest.Encodings), len(outputs), checks, hits)
-	if err := a.stop(); err != nil {
+	if err := a.Stop(); err != nil {
 		t.Errorf("the agent did not shut down cleanly: %v", err)
 	}
 }

@@ -29,7 +29,7 @@ func TestReconcileWaitAppliesANewCommitNowAndPrintsTheOutcome(t *testing.T) {
 		"--cache-dir", t.TempDir(),
 	)
 	key := diffCreateSync(t, cl, ns, repo.FileURL()) // interval: 1h
-	a.eventually("the Sync is Ready at the first commit", syncAppliedAt(key, first))
+	a.Eventually("the Sync is Ready at the first commit", syncAppliedAt(key, first))
 	kubeconfig := env.ControlPlane.KubeconfigPath()
 
 	second := repo.Commit(t, "new greeting", map[string]string{"workloads/config.yaml": configMapIn(ns, "web-config", "v2")})

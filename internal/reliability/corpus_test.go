@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/agent"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -248,13 +249,13 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 		s.Spec.Substitute = map[string]string{"cluster": "test"}
 		s.Spec.Decryption = decryption
 	})
-	startInProcessAgent(t, ns,
+	startInProcessAgent(t, ns, func(o *agent.Options) {
 		// Small budgets, so that the over-budget cases stay small.
-		"--render-max-files", "60",
-		"--render-max-documents", "300",
-		"--render-max-objects", "100",
-		"--render-max-bytes", "1048576",
-	)
+		o.RenderBudgets.MaxFiles = 60
+		o.RenderBudgets.MaxDocuments = 300
+		o.RenderBudgets.MaxObjects = 100
+		o.RenderBudgets.MaxBytes = 1048576
+	})
 	eventually(t, 2*time.Minute, "the last good revision is applied", appliedAt(r.key, good))
 	goodState := r.state(t)
 	if len(goodState) == 0 {

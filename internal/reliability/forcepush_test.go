@@ -23,7 +23,7 @@ func TestForcePushToAnOlderCommitIsFollowedAndReported(t *testing.T) {
 	repo := srv.NewRepo(t, "forced")
 	older := repo.Commit(t, "older", map[string]string{"config.yaml": configMapInWave("config", "0")})
 	key := newSync(t, ns, "forced", repo.FileURL(), nil)
-	startInProcessAgent(t, ns)
+	startInProcessAgent(t, ns, nil)
 	eventually(t, 2*time.Minute, "the older revision is applied", appliedAt(key, older))
 	newer := repo.Commit(t, "newer", map[string]string{"extra.yaml": configMapInWave("extra", "0")})
 	eventually(t, time.Minute, "the newer revision is applied", appliedAt(key, newer))

@@ -154,7 +154,7 @@ func TestGitServerDownKeepsTheClusterAndRecovers(t *testing.T) {
 		s.Spec.Interval = metav1.Duration{Duration: interval}
 		s.Spec.Source.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: "git"}
 	})
-	startInProcessAgent(t, ns)
+	startInProcessAgent(t, ns, nil)
 	eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
 	before := labelledConfigMaps(t, ns, key)
 

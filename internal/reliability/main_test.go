@@ -3,7 +3,6 @@ package reliability
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -14,11 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
-	"github.com/driftless/driftless/internal/cli"
+	"github.com/driftless/driftless/internal/agent"
+	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/testenv"
 )
@@ -90,44 +91,21 @@ func agentKubeconfig(t *testing.T) string {
 	return path
 }
 
-// inProcessAgent is `driftless agent` running in the test's process, as
-// agentUser.
-type inProcessAgent struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
-}
-
-// startInProcessAgent runs `driftless agent` with args (and the flags
-// every test needs) until the test ends. namespace is the agent's own, the
-// one the test's Syncs are in: they act as the agent and may read file://
-// repositories, as the root Sync does.
-func startInProcessAgent(t *testing.T, namespace string, args ...string) *inProcessAgent {
+// startInProcessAgent runs the agent as agentUser, with the options of
+// agenttest changed by mutate (which may be nil), until the test ends.
+// namespace is the agent's own, the one the test's Syncs are in: they act
+// as the agent and may read file:// repositories, as the root Sync does.
+func startInProcessAgent(t *testing.T, namespace string, mutate func(*agent.Options)) *agenttest.Agent {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &inProcessAgent{cancel: cancel, done: make(chan struct{})}
-	cmd := cli.NewRootCommand(io.Discard, io.Discard)
-	cmd.SetArgs(append([]string{"agent",
-		"--kubeconfig", agentKubeconfig(t),
-		"--namespace", namespace,
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
-		"--leader-elect=false",
-		"--cache-dir", t.TempDir(),
-	}, args...))
-	go func() {
-		defer close(a.done)
-		a.err = cmd.ExecuteContext(ctx)
-	}()
-	t.Cleanup(func() {
-		a.cancel()
-		select {
-		case <-a.done:
-		case <-time.After(time.Minute):
-			t.Error("the agent still runs a minute after its context was cancelled")
-		}
-	})
-	return a
+	cfg, err := clientcmd.BuildConfigFromFlags("", agentKubeconfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := agenttest.Options(t, cfg, namespace)
+	if mutate != nil {
+		mutate(&o)
+	}
+	return agenttest.Start(t, o)
 }
 
 // newSync creates a Sync of repo's main branch in namespace ns, every

@@ -126,7 +126,7 @@ func TestAPIServerAndEtcdRestartsMidSync(t *testing.T) {
 	first := repo.Commit(t, "one object", map[string]string{"seed.yaml": configMapInWave("seed", "0")})
 	key := newSync(t, ns, "restarts", repo.FileURL(), nil)
 	hold := newWriteHold(t, ns)
-	startInProcessAgent(t, ns)
+	startInProcessAgent(t, ns, nil)
 	eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
 
 	// Forty objects in wave 0 and a gate in wave 1, whose write is held.

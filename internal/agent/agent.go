@@ -1,0 +1,281 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/controller"
+	imagecontroller "github.com/driftless/driftless/internal/controller/image"
+	"github.com/driftless/driftless/internal/receiver"
+)
+
+// NotifyStateConfigMap, in the agent's namespace, keeps what the
+// notifications sent, so that a restart does not send an open failure
+// again (docs/notifications.md).
+const NotifyStateConfigMap = "driftless-notify-state"
+
+// rootSyncName is the name of the Sync the Git* options create.
+const rootSyncName = "default"
+
+// Agent is the driftless agent: the controller manager with the Sync,
+// drift and image controllers, and, as the options ask, the webhook
+// receiver and the admission webhook.
+type Agent struct {
+	opts    Options
+	cfg     *rest.Config
+	checked checked
+	direct  client.Client
+	mgr     ctrl.Manager
+	syncs   *controller.SyncReconciler
+	// memLimit is the Go soft memory limit set from the container's.
+	memLimit int64
+}
+
+// New checks o, points the process's controller-runtime log at o.LogTo,
+// sets the Go runtime's soft memory limit from the container's, and
+// connects a client; it does not yet talk to the API server (Run does).
+func New(o Options) (_ *Agent, err error) {
+	checked, err := o.check()
+	if err != nil {
+		return nil, err
+	}
+	if o.Config == nil {
+		return nil, errors.New("agent: no API server configuration")
+	}
+	if o.LogTo == nil {
+		o.LogTo = os.Stderr
+	}
+	a := &Agent{opts: o}
+	encoder := zap.ConsoleEncoder()
+	if o.LogFormat == "json" {
+		encoder = zap.JSONEncoder()
+	}
+	// The log goes to o.LogTo from here until Serve returns.
+	agentLog.set(o.LogTo)
+	defer func() {
+		if err != nil {
+			agentLog.set(io.Discard)
+		}
+	}()
+	setAgentLogger.Do(func() { ctrl.SetLogger(zap.New(encoder, zap.WriteTo(agentLog))) })
+	cfg := rest.CopyConfig(o.Config)
+	a.memLimit = setSoftMemoryLimit()
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	// Writes without a field manager of their own are recorded as
+	// "driftless" (the default is the binary's name), which the admission
+	// webhook recognises as the agent's.
+	cfg.UserAgent = "driftless/" + o.Version
+	if a.opts.Namespace == "" {
+		a.opts.Namespace = os.Getenv("POD_NAMESPACE")
+	}
+	if a.opts.Namespace == "" {
+		a.opts.Namespace = "driftless-system"
+	}
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	if a.direct, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return nil, fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
+	}
+	a.cfg, a.checked = cfg, checked
+	return a, nil
+}
+
+// Setup assembles the agent on a controller manager: the Sync, drift and
+// image controllers, notifications, the webhook receiver and the probes.
+// The CRDs must be installed (Install): the manager's cache asks the API
+// server about their kinds.
+func (a *Agent) Setup() error {
+	o, checked := a.opts, a.checked
+	// A process runs one agent, so the controller's name is unique
+	// without the global check, which would refuse a second agent started
+	// in the same process (as tests do).
+	skipNameValidation := true
+	mgr, err := ctrl.NewManager(a.cfg, ctrl.Options{
+		Scheme:                        a.direct.Scheme(),
+		Controller:                    config.Controller{SkipNameValidation: &skipNameValidation},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              "driftless-agent",
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
+		// Syncs, ImagePolicies, and the metadata of managed objects (by
+		// label) for drift watches: nothing unmanaged is cached.
+		Cache: imagecontroller.CacheOptions(controller.CacheOptions()),
+	})
+	if err != nil {
+		return fmt.Errorf("create controller manager: %w", err)
+	}
+	a.mgr = mgr
+	var wake chan event.TypedGenericEvent[*v1alpha1.Sync]
+	if o.WebhookAddr != "" {
+		wake = make(chan event.TypedGenericEvent[*v1alpha1.Sync])
+	}
+	a.syncs, err = controller.Setup(mgr, controller.Options{
+		CacheDir:      o.CacheDir,
+		CacheMaxSize:  checked.cacheMaxSize,
+		DryRun:        o.DryRun,
+		Concurrency:   o.Concurrency,
+		FullResync:    o.FullResync,
+		RenderBudgets: o.RenderBudgets,
+		Wake:          wake,
+		Notify:        checked.notifications,
+		NotifyState:   client.ObjectKey{Namespace: o.Namespace, Name: NotifyStateConfigMap},
+		Tenancy: &controller.Tenancy{
+			AgentNamespace:        o.Namespace,
+			DefaultServiceAccount: o.DefaultServiceAccount,
+			CrossNamespaceRefs:    !o.NoCrossNamespaceRefs,
+			FileURLs:              o.AllowFileURLs,
+			SourceHosts:           checked.sourceHosts,
+		},
+		DefaultAgeKey: checked.ageKey,
+	})
+	if err != nil {
+		return err
+	}
+	imageOpts := imagecontroller.DefaultOptions()
+	imageOpts.CacheDir = o.CacheDir
+	imageOpts.Mirror = a.syncs.Mirror()
+	imageOpts.ReaderOf = a.syncs.ReaderOf
+	imageOpts.AgentNamespace = o.Namespace
+	if err := imagecontroller.Setup(mgr, imageOpts); err != nil {
+		return err
+	}
+	if wake != nil {
+		hooks, err := receiver.New(receiver.Options{
+			Addr:           o.WebhookAddr,
+			Secret:         types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookSecret},
+			Syncs:          mgr.GetClient(),
+			Secrets:        mgr.GetAPIReader(),
+			Wake:           wake,
+			Elected:        mgr.Elected(),
+			Recorder:       mgr.GetEventRecorder("driftless-webhook-receiver"),
+			Limits:         receiver.DefaultLimits(),
+			TrustedProxies: checked.trustedProxies,
+		})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(hooks); err != nil {
+			return err
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Run installs (Install), assembles (Setup) and serves (Serve) until ctx
+// is done. It returns nil after a clean shutdown. An agent runs once.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.Install(ctx); err != nil {
+		agentLog.set(io.Discard)
+		return err
+	}
+	if err := a.Setup(); err != nil {
+		agentLog.set(io.Discard)
+		return err
+	}
+	return a.Serve(ctx)
+}
+
+// Install creates or updates the CRDs and the Sync admission policy, the
+// agent's namespace and the root Sync, waiting until the CRDs are
+// Established.
+func (a *Agent) Install(ctx context.Context) error {
+	return install(ctx, a.direct, a.opts)
+}
+
+// Serve starts the admission webhook if asked and runs what Setup
+// assembled: the controllers,
+// the webhook receiver and the probes until ctx is done. It returns nil
+// after a clean shutdown.
+func (a *Agent) Serve(ctx context.Context) error {
+	defer agentLog.set(io.Discard)
+	o := a.opts
+	if o.Admission {
+		hook, err := admissionServer(ctx, a.mgr, a.direct, o)
+		if err != nil {
+			return err
+		}
+		if err := a.mgr.Add(hook); err != nil {
+			return err
+		}
+	}
+	ctrl.Log.Info("driftless agent starting", "version", o.Version, "apiServer", a.mgr.GetConfig().Host, "namespace", o.Namespace,
+		"leaderElection", o.LeaderElect, "leaseDuration", o.LeaseDuration, "dryRun", o.DryRun, "goMemoryLimitFromContainer", a.memLimit)
+	return a.mgr.Start(ctx)
+}
+
+// Namespace is the agent's namespace.
+func (a *Agent) Namespace() string { return a.opts.Namespace }
+
+// Syncs is the agent's Sync controller (its git mirror's counts), once
+// Setup has run.
+func (a *Agent) Syncs() *controller.SyncReconciler { return a.syncs }
+
+// WaitForCacheSync waits, once Serve runs, until the agent's caches are
+// synced, or ctx is done; it reports whether they are.
+func (a *Agent) WaitForCacheSync(ctx context.Context) bool {
+	return a.mgr.GetCache().WaitForCacheSync(ctx)
+}
+
+// agentLog is where the agent logs. controller-runtime keeps the first
+// logger a process sets (ctrl.SetLogger fulfils its loggers once), so the
+// agent sets it once, writing here, and each run points agentLog at its
+// own writer (the command's standard error) while it runs: a production
+// process runs the agent once; a test binary runs it many times, each
+// test keeping its agent's log. The format is the first run's.
+var (
+	agentLog       = &logSwitch{w: io.Discard}
+	setAgentLogger sync.Once
+)
+
+// logSwitch writes to its current writer, one write at a time (the
+// writer may be a plain buffer).
+type logSwitch struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *logSwitch) set(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
+}
+
+func (s *logSwitch) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}

@@ -1,0 +1,103 @@
+// Package agenttest starts a real driftless agent in a test's process: the
+// one way tests start an agent (internal/agent assembles it as
+// `driftless agent` does). It is test equipment, not part of the product.
+package agenttest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/driftless/driftless/internal/agent"
+)
+
+// Options returns the agent's defaults for a test: the agent talks to cfg
+// (its own identity), lives in namespace, serves no metrics or probe port,
+// elects no leader, keeps its git cache in a temporary directory of the
+// test, and discards its log.
+func Options(t testing.TB, cfg *rest.Config, namespace string) agent.Options {
+	o := agent.DefaultOptions()
+	o.Config = cfg
+	o.Namespace = namespace
+	o.MetricsAddr, o.ProbeAddr = "0", "0"
+	o.LeaderElect = false
+	o.CacheDir = t.TempDir()
+	o.LogTo = io.Discard
+	return o
+}
+
+// Agent is an agent running in the test's process.
+type Agent struct {
+	t      testing.TB
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // what Run returned; set before done is closed
+}
+
+// Start runs the agent of o until Stop is called or the test ends. A
+// refused option fails the test at once.
+func Start(t testing.TB, o agent.Options) *Agent {
+	t.Helper()
+	ag, err := agent.New(o)
+	if err != nil {
+		t.Fatalf("start the agent: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &Agent{t: t, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		a.err = ag.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		if err := a.Stop(); err != nil && errors.Is(err, errStillRuns) {
+			t.Error(err)
+		}
+	})
+	return a
+}
+
+var errStillRuns = errors.New("the agent still runs a minute after its context was cancelled")
+
+// Stop cancels the agent's context and returns what the agent returned:
+// nil after a clean shutdown.
+func (a *Agent) Stop() error {
+	a.cancel()
+	select {
+	case <-a.done:
+		return a.err
+	case <-time.After(time.Minute):
+		return errStillRuns
+	}
+}
+
+// Eventually polls check until it returns "" and fails the test with
+// check's last answer if that takes more than a minute or the agent exits.
+func (a *Agent) Eventually(what string, check func() string) {
+	a.t.Helper()
+	a.Within(time.Minute, what, check)
+}
+
+// Within is Eventually with a deadline of d.
+func (a *Agent) Within(d time.Duration, what string, check func() string) {
+	a.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		last := check()
+		if last == "" {
+			return
+		}
+		select {
+		case <-a.done:
+			a.t.Fatalf("%s: the agent exited (%v); last check: %s", what, a.err, last)
+		default:
+		}
+		if time.Now().After(deadline) {
+			a.t.Fatalf("%s: not within %s; last check: %s", what, d, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
