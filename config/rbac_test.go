@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/admission"
 	"github.com/driftless/driftless/internal/agent"
 	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/testenv"
@@ -77,9 +76,9 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		// controller.Identities: act as the ServiceAccount a Sync names.
 		rule("", "serviceaccounts", "impersonate"),
 		// controller.Identities: mark those requests as the agent's
-		// (admission.AgentExtraKey), and nothing else.
-		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + admission.AgentExtraKey},
-			ResourceNames: []string{admission.AgentExtraValue}, Verbs: []string{"impersonate"}},
+		// (v1alpha1.AgentExtraKey), and nothing else.
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + v1alpha1.AgentExtraKey},
+			ResourceNames: []string{v1alpha1.AgentExtraValue}, Verbs: []string{"impersonate"}},
 	}
 	leader := []rbacv1.PolicyRule{
 		// controller-runtime leader election: the driftless-agent Lease.

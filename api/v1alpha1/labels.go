@@ -1,6 +1,12 @@
 package v1alpha1
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // Defaults of spec.interval and spec.timeout, for a Sync the API server
 // did not default (the CRD's +kubebuilder:default values are the same).
@@ -36,6 +42,18 @@ const (
 
 // SyncLabelValue is the SyncLabel value for the Sync namespace/name.
 func SyncLabelValue(namespace, name string) string { return namespace + "." + name }
+
+// SyncOf returns the Sync that obj's SyncLabel names; false when it names
+// none.
+func SyncOf(obj metav1.Object) (types.NamespacedName, bool) {
+	// Namespaces cannot contain dots, so the first one separates the
+	// Sync's namespace from its name.
+	ns, name, ok := strings.Cut(obj.GetLabels()[SyncLabel], ".")
+	if !ok || ns == "" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
+}
 
 // IgnoreFieldsAnnotation lists JSON pointers (comma-separated) of fields
 // driftless neither writes nor treats as drift, such as /spec/replicas

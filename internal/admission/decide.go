@@ -50,21 +50,10 @@ type Input struct {
 	Groups       []string
 	FieldManager string
 	// AgentImpersonation is true when the request carries the user extra
-	// AgentExtraKey=AgentExtraValue, which only the agent's impersonating
+	// v1alpha1.AgentExtraKey=AgentExtraValue, which only the agent's impersonating
 	// clients set (setting it takes the right to impersonate it).
 	AgentImpersonation bool
 }
-
-// AgentExtraKey and AgentExtraValue are the user extra the agent's
-// clients add when they impersonate a Sync's ServiceAccount
-// (Impersonate-Extra-agent.driftless.dev: true). A person who holds the
-// ServiceAccount's token (kubectl create token) writes as the same user
-// but without it, unless allowed to impersonate userextras/
-// agent.driftless.dev as well.
-const (
-	AgentExtraKey   = "agent.driftless.dev"
-	AgentExtraValue = "true"
-)
 
 // Identity says whose writes are the agent's own and who may break glass.
 type Identity struct {

@@ -18,8 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/drift"
-	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/origin"
 )
 
 // maxReviewBytes bounds an AdmissionReview body: an object and its old
@@ -87,7 +86,7 @@ func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest)
 // scale) the scaled object.
 func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest) (Input, bool) {
 	in := Input{User: req.UserInfo.Username, Groups: req.UserInfo.Groups, FieldManager: fieldManager(req.Options.Raw), Delete: req.Operation == admissionv1.Delete,
-		AgentImpersonation: slices.Contains(req.UserInfo.Extra[AgentExtraKey], AgentExtraValue)}
+		AgentImpersonation: slices.Contains(req.UserInfo.Extra[v1alpha1.AgentExtraKey], v1alpha1.AgentExtraValue)}
 	// The writer is known before anything is read: the agent's own and
 	// the cluster's writes cost no lookup.
 	if passesSilently(in, h.Identity) {
@@ -137,13 +136,13 @@ func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	if cur.GetNamespace() != "" {
 		in.Object = gvk.Kind + " " + cur.GetNamespace() + "/" + cur.GetName()
 	}
-	r, managed := drift.RequestFor(gvk, cur)
+	owner, managed := v1alpha1.SyncOf(cur)
 	if !managed {
 		return Input{}, false
 	}
-	in.Sync = r.Sync.String()
+	in.Sync = owner.String()
 	var s v1alpha1.Sync
-	if err := h.Syncs.Get(ctx, r.Sync, &s); err != nil {
+	if err := h.Syncs.Get(ctx, owner, &s); err != nil {
 		return in, true // not found or unreadable: SyncFound stays false
 	}
 	in.SyncFound = true
@@ -156,7 +155,7 @@ func (h *Handler) input(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	default:
 		in.Reverted = true
 	}
-	if o, _, err := render.ParseOrigin(cur.GetAnnotations()[v1alpha1.OriginAnnotation]); err == nil {
+	if o, _, err := origin.Parse(cur.GetAnnotations()[v1alpha1.OriginAnnotation]); err == nil {
 		in.File = o.Path
 		if o.From != "" {
 			in.File = o.From

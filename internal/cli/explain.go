@@ -21,8 +21,8 @@ import (
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/inventory"
+	"github.com/driftless/driftless/internal/origin"
 	"github.com/driftless/driftless/internal/plan"
-	"github.com/driftless/driftless/internal/render"
 	"github.com/spf13/cobra"
 )
 
@@ -242,8 +242,8 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 
 	r := explainReport{Object: id.String(), APIVersion: u.GetAPIVersion(), FieldManagers: []fieldManager{}, now: time.Now()}
 	if s, ok := u.GetAnnotations()[v1alpha1.OriginAnnotation]; ok {
-		if origin, rev, err := render.ParseOrigin(s); err == nil {
-			r.Origin, r.Revision = origin.String(), rev
+		if from, rev, err := origin.Parse(s); err == nil {
+			r.Origin, r.Revision = from.String(), rev
 		} else {
 			r.Origin = s
 		}

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/controller"
 	"github.com/driftless/driftless/internal/source"
 	"github.com/spf13/cobra"
 )
@@ -144,7 +143,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, err
 	}
 	now := time.Now()
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		controller.RequestedAtAnnotation: controller.FormatRequestedAt(now),
+		v1alpha1.RequestedAtAnnotation: v1alpha1.FormatRequestedAt(now),
 	}}})
 	if err != nil {
 		return err
@@ -171,7 +170,7 @@ func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, err
 			}
 			return false, nil // the next poll tries again
 		}
-		if rec := controller.HandledRecord(&got, now, before); rec != nil {
+		if rec := v1alpha1.HandledRecord(&got, now, before); rec != nil {
 			hr := newHistoryRecord(*rec)
 			r.Result = &hr
 			return true, nil

@@ -20,7 +20,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/inventory"
-	"github.com/driftless/driftless/internal/render"
+	"github.com/driftless/driftless/internal/origin"
 	"github.com/driftless/driftless/internal/source"
 	"github.com/spf13/cobra"
 )
@@ -247,8 +247,8 @@ func liveHealth(ctx context.Context, c client.Reader, o *treeObject) {
 	st, msg := apply.HealthOf(u)
 	o.Health, o.Message = string(st), msg
 	if a, ok := u.GetAnnotations()[v1alpha1.OriginAnnotation]; ok {
-		if origin, _, err := render.ParseOrigin(a); err == nil {
-			o.Origin = origin.String()
+		if from, _, err := origin.Parse(a); err == nil {
+			o.Origin = from.String()
 		}
 	}
 }

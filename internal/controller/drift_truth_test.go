@@ -117,7 +117,7 @@ func TestAReconcileRequestComparesEveryObjectAndSaysWhatItPutBack(t *testing.T) 
 	}
 
 	patch := client.MergeFrom(s.DeepCopy())
-	s.Annotations = map[string]string{RequestedAtAnnotation: FormatRequestedAt(time.Now())}
+	s.Annotations = map[string]string{v1alpha1.RequestedAtAnnotation: v1alpha1.FormatRequestedAt(time.Now())}
 	if err := c.Patch(context.Background(), s, patch); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/admission"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/source"
 )
@@ -217,7 +216,7 @@ func (i *Identities) For(s *v1alpha1.Sync, serviceAccount string) (identity, err
 	cfg := rest.CopyConfig(i.config)
 	// The extra tells the admission webhook the write is the agent's, not
 	// a person's holding the ServiceAccount's token.
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Extra: map[string][]string{admission.AgentExtraKey: {admission.AgentExtraValue}}}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Extra: map[string][]string{v1alpha1.AgentExtraKey: {v1alpha1.AgentExtraValue}}}
 	c, err := client.New(cfg, i.options)
 	if err != nil {
 		return identity{}, fmt.Errorf("build a client impersonating %s: %w", name, err)

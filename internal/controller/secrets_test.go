@@ -254,7 +254,7 @@ func (h *harness) requestSync(name string) {
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
-	s.Annotations[RequestedAtAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+	s.Annotations[v1alpha1.RequestedAtAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
 	if err := c.Patch(context.Background(), s, patch); err != nil {
 		h.t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestARequestedSyncOfAStalledSpecIsRecorded(t *testing.T) {
 	// The request must be after the last record, to the second.
 	time.Sleep(1100 * time.Millisecond)
 	s = h.syncNow("fleet")
-	s.Annotations = map[string]string{RequestedAtAnnotation: FormatRequestedAt(time.Now())}
+	s.Annotations = map[string]string{v1alpha1.RequestedAtAnnotation: v1alpha1.FormatRequestedAt(time.Now())}
 	if err := c.Update(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,14 +30,11 @@ func (r Request) ID() plan.ID {
 // RequestFor builds the Request for a managed object's metadata; ok is
 // false when its driftless.dev/sync label does not name a Sync.
 func RequestFor(gvk schema.GroupVersionKind, obj metav1.Object) (Request, bool) {
-	owner := obj.GetLabels()[v1alpha1.SyncLabel]
-	// Namespaces cannot contain dots, so the first one separates the
-	// Sync's namespace from its name.
-	ns, name, ok := strings.Cut(owner, ".")
-	if !ok || ns == "" || name == "" {
+	sync, ok := v1alpha1.SyncOf(obj)
+	if !ok {
 		return Request{}, false
 	}
-	return Request{Sync: types.NamespacedName{Namespace: ns, Name: name}, GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}, true
+	return Request{Sync: sync, GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}, true
 }
 
 // Relevant reports whether an update of a managed object may be drift:

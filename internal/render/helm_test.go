@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/origin"
 )
 
 // webChart is a repository with a chart, its subchart, a values file and a
@@ -264,9 +265,9 @@ func TestRenderHelmChartAsHelmTemplateDoes(t *testing.T) {
 		}
 	}
 
-	o, _, err := ParseOrigin(annotations[v1alpha1.OriginAnnotation])
+	o, _, err := origin.Parse(annotations[v1alpha1.OriginAnnotation])
 	if err != nil || o != (Origin{Path: file, From: "web/templates/deployment.yaml"}) {
-		t.Errorf("ParseOrigin = %+v, %v; want the HelmChart file and the template", o, err)
+		t.Errorf("origin.Parse = %+v, %v; want the HelmChart file and the template", o, err)
 	}
 }
 

@@ -7,39 +7,17 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/origin"
 )
 
-// Origin says where in git an object came from.
-type Origin struct {
-	Path string // slash-separated path relative to the checkout root, e.g. "workloads/app.yaml"
-	Doc  int    // 0-based index of the YAML document within the file
-	Line int    // 1-based line where that document starts in the file
-	// From is set for an object that a kustomization built: Path is the
-	// kustomization file and From the file the object came from, such as
-	// a resource of a base, or the kustomization whose generator made it.
-	// Doc and Line are then 0.
-	From string
-}
-
-// String reads "workloads/app.yaml#0", the path and the document index,
-// or for an object a kustomization built "apps/prod/kustomization.yaml →
-// apps/base/deployment.yaml", the kustomization and the file the object
-// came from; only the kustomization when that is the file.
-func (o Origin) String() string {
-	switch o.From {
-	case "":
-		return o.Path + "#" + strconv.Itoa(o.Doc)
-	case o.Path:
-		return o.Path
-	}
-	return o.Path + " → " + o.From
-}
+// Origin says where in git an object came from (package origin owns
+// its annotation format).
+type Origin = origin.Origin
 
 // Object is one desired object and where it came from.
 type Object struct {
@@ -275,12 +253,12 @@ func (r *renderer) mark(u *unstructured.Unstructured, o Origin) {
 		labels[v1alpha1.SyncLabel] = r.opts.SyncLabel
 		u.SetLabels(labels)
 	}
-	origin := FormatOrigin(o, r.opts.Revision)
+	annotation := origin.Format(o, r.opts.Revision)
 	annotations := u.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[v1alpha1.OriginAnnotation] = origin
+	annotations[v1alpha1.OriginAnnotation] = annotation
 	u.SetAnnotations(annotations)
 }
 

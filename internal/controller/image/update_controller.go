@@ -24,7 +24,6 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	synccontroller "github.com/driftless/driftless/internal/controller"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/image/policy"
 	"github.com/driftless/driftless/internal/image/setters"
@@ -188,7 +187,7 @@ func (r *UpdateReconciler) requestSync(ctx context.Context, s *v1alpha1.Sync) {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[synccontroller.RequestedAtAnnotation] = synccontroller.FormatRequestedAt(r.now())
+	annotations[v1alpha1.RequestedAtAnnotation] = v1alpha1.FormatRequestedAt(r.now())
 	s.SetAnnotations(annotations)
 	_ = r.Client.Patch(ctx, s, patch) // the interval still applies the commit
 }

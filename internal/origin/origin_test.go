@@ -1,4 +1,4 @@
-package render
+package origin
 
 import (
 	"testing"
@@ -20,26 +20,26 @@ func TestOriginAnnotationRoundTrips(t *testing.T) {
 		{"a path holding @ and #", Origin{Path: "team@x/a#b.yaml", Doc: 1}, "abc1234", "team@x/a#b.yaml#1@abc1234"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := FormatOrigin(tc.origin, tc.revision)
+			got := Format(tc.origin, tc.revision)
 			if got != tc.want {
-				t.Fatalf("FormatOrigin = %q, want %q", got, tc.want)
+				t.Fatalf("Format = %q, want %q", got, tc.want)
 			}
-			o, rev, err := ParseOrigin(got)
+			o, rev, err := Parse(got)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.origin, o); diff != "" {
-				t.Errorf("ParseOrigin(%q) origin (-want +got):\n%s", got, diff)
+				t.Errorf("Parse(%q) origin (-want +got):\n%s", got, diff)
 			}
 			if want := tc.revision[:min(7, len(tc.revision))]; rev != want {
-				t.Errorf("ParseOrigin(%q) revision = %q, want %q", got, rev, want)
+				t.Errorf("Parse(%q) revision = %q, want %q", got, rev, want)
 			}
 		})
 	}
 }
 
-func TestParseOriginRefusesAnEmptyAnnotation(t *testing.T) {
-	if _, _, err := ParseOrigin(""); err == nil {
-		t.Error("ParseOrigin(\"\") = nil error")
+func TestParseRefusesAnEmptyAnnotation(t *testing.T) {
+	if _, _, err := Parse(""); err == nil {
+		t.Error("Parse(\"\") = nil error")
 	}
 }
