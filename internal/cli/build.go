@@ -191,7 +191,7 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 			Root:            o.repo,
 			Paths:           o.paths,
 			TargetNamespace: o.targetNamespace,
-			Scope:           builtinScope{},
+			Scope:           engine.BuiltinScope{},
 			Budgets:         o.budgets,
 			Kustomize:       render.KustomizeOptions{AllowRemote: o.allowRemote},
 		}

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/controller"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
@@ -111,7 +110,7 @@ func (f clusterFlags) renderOptions(budgets render.Budgets) (client.Client, engi
 	if err != nil {
 		return nil, engine.RenderOptions{}, err
 	}
-	opts := engine.RenderOptions{Scope: controller.MapperScope{Mapper: cl.mapper}, Budgets: budgets, Reader: cl.client}
+	opts := engine.RenderOptions{Scope: engine.MapperScope{Mapper: cl.mapper}, Budgets: budgets, Reader: cl.client}
 	if opts.KubeVersion, opts.APIVersions, err = engine.Capabilities(cl.discovery); err != nil {
 		return nil, engine.RenderOptions{}, fmt.Errorf("connect to the API server %s: %w", cl.host, err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/plan"
@@ -166,7 +165,7 @@ func (co *diffSide) render(o *diffOptions) ([]render.Object, error) {
 		Paths:           o.paths,
 		Revision:        co.revision,
 		TargetNamespace: o.targetNamespace,
-		Scope:           builtinScope{},
+		Scope:           engine.BuiltinScope{},
 		Budgets:         o.budgets,
 		Decrypt:         o.decrypt,
 	})
@@ -201,43 +200,4 @@ func peelToCommit(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, error) 
 		return c.Hash, nil
 	}
 	return h, nil
-}
-
-// builtinScope tells render, without a cluster, which kinds are
-// namespaced: every kind but the cluster-scoped built-in ones below.
-// Render itself takes the scope of kinds defined by a
-// CustomResourceDefinition in the same render from it.
-type builtinScope struct{}
-
-var _ render.ScopeResolver = builtinScope{}
-
-// clusterScoped are the cluster-scoped kinds of Kubernetes and its
-// aggregation layer.
-var clusterScoped = map[schema.GroupKind]bool{
-	{Group: "", Kind: "Namespace"}:                                                    true,
-	{Group: "", Kind: "Node"}:                                                         true,
-	{Group: "", Kind: "PersistentVolume"}:                                             true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:                         true,
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:                  true,
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:                 true,
-	{Group: "storage.k8s.io", Kind: "StorageClass"}:                                   true,
-	{Group: "storage.k8s.io", Kind: "CSIDriver"}:                                      true,
-	{Group: "storage.k8s.io", Kind: "CSINode"}:                                        true,
-	{Group: "storage.k8s.io", Kind: "VolumeAttachment"}:                               true,
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:                               true,
-	{Group: "networking.k8s.io", Kind: "IngressClass"}:                                true,
-	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                                      true,
-	{Group: "apiregistration.k8s.io", Kind: "APIService"}:                             true,
-	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:     true,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}:   true,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:        true,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: true,
-	{Group: "certificates.k8s.io", Kind: "CertificateSigningRequest"}:                 true,
-	{Group: "flowcontrol.apiserver.k8s.io", Kind: "FlowSchema"}:                       true,
-	{Group: "flowcontrol.apiserver.k8s.io", Kind: "PriorityLevelConfiguration"}:       true,
-}
-
-// Namespaced reports whether gk is namespaced; it never fails.
-func (builtinScope) Namespaced(gk schema.GroupKind) (bool, error) {
-	return !clusterScoped[gk], nil
 }

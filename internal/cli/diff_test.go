@@ -850,7 +850,7 @@ func diffReconcile(t *testing.T, cl client.Client, key client.ObjectKey) metav1.
 	t.Helper()
 	r := &controller.SyncReconciler{
 		Client: cl, Reader: cl, Applier: cl,
-		RenderOptions: engine.RenderOptions{Scope: controller.MapperScope{Mapper: cl.RESTMapper()}},
+		RenderOptions: engine.RenderOptions{Scope: engine.MapperScope{Mapper: cl.RESTMapper()}},
 		Store:         controller.NewStore(),
 		Recorder:      diffNoEvents{},
 		CacheDir:      t.TempDir(),

@@ -49,7 +49,7 @@ func reconcileRecorded(t *testing.T, cl client.Client, key client.ObjectKey) {
 	t.Helper()
 	r := &controller.SyncReconciler{
 		Client: cl, Reader: cl, Applier: cl,
-		RenderOptions: engine.RenderOptions{Scope: controller.MapperScope{Mapper: cl.RESTMapper()}},
+		RenderOptions: engine.RenderOptions{Scope: engine.MapperScope{Mapper: cl.RESTMapper()}},
 		Store:         controller.NewStore(),
 		Recorder:      recorderOf(t, eventsReporter),
 		CacheDir:      t.TempDir(),

@@ -270,7 +270,7 @@ func newHarness(t *testing.T) *harness {
 		Reader:        agentClient,
 		Applier:       agentClient,
 		Identities:    NewIdentities(testTenancy(), agentClient, agentConfig, client.Options{Scheme: scheme, Mapper: c.RESTMapper()}),
-		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: c.RESTMapper()}},
+		RenderOptions: engine.RenderOptions{Scope: engine.MapperScope{Mapper: c.RESTMapper()}},
 		Store:         NewStore(),
 		Recorder:      recorder,
 		CacheDir:      t.TempDir(),

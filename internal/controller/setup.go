@@ -138,7 +138,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		Reader:     mgr.GetAPIReader(),
 		Applier:    applier,
 		Identities: identities,
-		RenderOptions: engine.RenderOptions{Scope: MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets,
+		RenderOptions: engine.RenderOptions{Scope: engine.MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets,
 			ChartCache: &charts.Fetcher{Dir: filepath.Join(opts.CacheDir, "charts")}},
 		Discovery:     dc,
 		Store:         store,
