@@ -140,3 +140,30 @@ func TestImageListShowsPoliciesAndWhatReportModeWouldCommit(t *testing.T) {
 		}
 	}
 }
+
+func TestImageListShowsThePullRequest(t *testing.T) {
+	installCRDs(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "https://github.com/org/fleet.git", Branch: "main"}},
+			ImageUpdate: &v1alpha1.ImageUpdateSpec{Mode: v1alpha1.ImageUpdatePullRequest, Branch: "image-updates",
+				PullRequest: &v1alpha1.PullRequestSpec{Provider: v1alpha1.ProviderGitHub, TokenSecretRef: v1alpha1.LocalObjectReference{Name: "pr"}}}}}
+	if err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status.ImageUpdate = &v1alpha1.ImageUpdateStatus{LastCommit: "1a2b3c4d", PullRequest: &v1alpha1.PullRequestStatus{
+		Number: 12, URL: "https://github.com/org/fleet/pull/12", State: v1alpha1.PullRequestOpen, Commit: "1a2b3c4d"}}
+	if err := c.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	out := runCLI(t, "image", "list", "-n", ns, "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0).out
+	for _, want := range []string{"Sync " + ns + "/fleet (PullRequest mode), last commit 1a2b3c4d:", "  pull request #12 https://github.com/org/fleet/pull/12 (Open)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "nothing to change") {
+		t.Errorf("a Sync with an open request says nothing to change:\n%s", out)
+	}
+}
