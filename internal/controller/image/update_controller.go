@@ -138,7 +138,6 @@ func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	status := &v1alpha1.ImageUpdateStatus{}
 	if s.Status.ImageUpdate != nil {
 		status.LastCommit = s.Status.ImageUpdate.LastCommit
-		status.PullRequest = s.Status.ImageUpdate.PullRequest
 	}
 	now := metav1.NewTime(r.now())
 	status.LastUpdate = &now
@@ -152,6 +151,10 @@ func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	commit := mode == v1alpha1.ImageUpdateCommit
 	switch {
 	case mode == v1alpha1.ImageUpdatePullRequest:
+		if s.Status.ImageUpdate != nil {
+			// Kept across failed updates; dropped in the other modes.
+			status.PullRequest = s.Status.ImageUpdate.PullRequest
+		}
 		if err != nil || forge == nil {
 			break
 		}

@@ -268,3 +268,48 @@ func TestPullRequestModeNeedsARobotBranchOtherThanTheBase(t *testing.T) {
 		})
 	}
 }
+
+// The repository comes from the Sync's git URL in each form, and the
+// address must be on its host.
+func TestPullRequestRepositoryComesFromTheGitURL(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "forge", Namespace: ns},
+		Data: map[string][]byte{"token": []byte(forgeToken + "\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, gitURL, provider, address, wantRepo, wantErr string
+	}{
+		{"GitHub, scp-like", "git@github.com:Org/Fleet.git", "github", "", "Org/Fleet", ""},
+		{"GitHub, https", "https://github.com/Org/Fleet.git", "github", "", "Org/Fleet", ""},
+		{"GitLab nested groups over ssh:// on another port", "ssh://git@gitlab.example.com:2222/group/sub/app.git", "gitlab", "https://gitlab.example.com/api/v4", "group/sub/app", ""},
+		{"GitHub Enterprise", "https://github.example.com/ops/fleet", "github", "https://github.example.com/api/v3", "ops/fleet", ""},
+		{"the default address for a repository elsewhere", "https://gitlab.example.com/ops/fleet.git", "gitlab", "", "",
+			"spec.imageUpdate.pullRequest.address https://gitlab.com/api/v4 is not on gitlab.example.com"},
+		{"Gitea needs an address", "https://gitea.example.com/ops/fleet.git", "gitea", "", "", "address is required for provider gitea"},
+	}
+	r := &UpdateReconciler{Client: c, Reader: c}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns}, Spec: v1alpha1.SyncSpec{
+				Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: tt.gitURL, Branch: "main"}},
+				ImageUpdate: &v1alpha1.ImageUpdateSpec{Mode: v1alpha1.ImageUpdatePullRequest, Branch: "image-updates",
+					PullRequest: &v1alpha1.PullRequestSpec{Provider: v1alpha1.PullRequestProvider(tt.provider), Address: tt.address,
+						TokenSecretRef: v1alpha1.LocalObjectReference{Name: "forge"}}}}}
+			f, err := r.forge(ctx, c, s)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("forge: %v, want an error saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("forge: %v", err)
+			}
+			if f.Repo != tt.wantRepo || f.Token != forgeToken {
+				t.Errorf("forge: repository %q, token read whole: %v; want repository %s and the token without its newline", f.Repo, f.Token == forgeToken, tt.wantRepo)
+			}
+		})
+	}
+}
