@@ -252,3 +252,20 @@ func TestPullRequestTokenStaysWithTheAPI(t *testing.T) {
 		})
 	}
 }
+
+// Gitea takes label ids: a label the repository lacks stops the request
+// from being opened, and the error names it.
+func TestGiteaRefusesALabelTheRepositoryLacks(t *testing.T) {
+	srv := forgetest.New(t, "gitea", "ops/fleet")
+	srv.Labels = []string{"images"}
+	f := &Forge{Provider: v1alpha1.ProviderGitea, Address: srv.Address(), Repo: "ops/fleet", Token: prToken}
+	u := Outcome{Revision: strings.Repeat("a", 40), Commit: strings.Repeat("b", 40), Pushed: true}
+	u.Changes = prChanges
+	_, err := Propose(context.Background(), Proposal{Forge: f, Sync: "team/fleet", Head: "image-updates", Base: "main", Labels: []string{"images", "robot"}, Update: u})
+	if err == nil || !strings.Contains(err.Error(), "repository ops/fleet has no label robot: create it, or remove it from spec.imageUpdate.pullRequest.labels") {
+		t.Errorf("Propose: %v, want the missing label named", err)
+	}
+	if prs := srv.PRs(); len(prs) != 0 {
+		t.Errorf("opened %+v", prs)
+	}
+}
