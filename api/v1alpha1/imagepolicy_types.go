@@ -154,14 +154,56 @@ type ImagePolicyList struct {
 }
 
 // ImageUpdateMode says whether a Sync's image update commits.
-// +kubebuilder:validation:Enum=Commit;Report
+// +kubebuilder:validation:Enum=Commit;Report;PullRequest
 type ImageUpdateMode string
 
 // Image update modes.
 const (
 	ImageUpdateCommit ImageUpdateMode = "Commit"
 	ImageUpdateReport ImageUpdateMode = "Report"
+	// ImageUpdatePullRequest commits on top of the base branch, force-
+	// pushes imageUpdate.branch and opens (or updates) one pull request.
+	ImageUpdatePullRequest ImageUpdateMode = "PullRequest"
 )
+
+// PullRequestProvider is the API a pull request is opened with.
+// +kubebuilder:validation:Enum=github;gitlab;gitea
+type PullRequestProvider string
+
+// Pull request providers.
+const (
+	ProviderGitHub PullRequestProvider = "github"
+	ProviderGitLab PullRequestProvider = "gitlab"
+	ProviderGitea  PullRequestProvider = "gitea"
+)
+
+// PullRequestSpec says where and how PullRequest mode opens its pull
+// (GitLab: merge) request.
+type PullRequestSpec struct {
+	// Provider is github, gitlab or gitea.
+	Provider PullRequestProvider `json:"provider"`
+	// Address is the API base URL, on the host of the Sync's git URL:
+	// default https://api.github.com for github and
+	// https://gitlab.com/api/v4 for gitlab; required for gitea (such as
+	// https://gitea.example.com/api/v1).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://`
+	Address string `json:"address,omitempty"`
+	// TokenSecretRef names a Secret in the Sync's namespace whose entry
+	// token is the API token.
+	TokenSecretRef LocalObjectReference `json:"tokenSecretRef"`
+	// Base is the branch the request merges into, and the branch the
+	// robot's commit is made on top of; default the Sync's branch.
+	// +optional
+	Base string `json:"base,omitempty"`
+	// Title is a Go template of the request's title over {.Changes,
+	// .Images}; default "Update images: " and the new images.
+	// +optional
+	Title string `json:"title,omitempty"`
+	// Labels are added to the request when it is opened.
+	// +optional
+	Labels []string `json:"labels,omitempty"`
+}
 
 // CommitAuthor is the author of image update commits.
 type CommitAuthor struct {
@@ -173,14 +215,22 @@ type CommitAuthor struct {
 
 // ImageUpdateSpec turns on image automation for a Sync: markers in its
 // paths that name an ImagePolicy are rewritten to the policy's tag.
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'PullRequest' || (has(self.pullRequest) && has(self.branch) && self.branch != '')",message="mode PullRequest needs pullRequest and branch (the robot's branch, which the pull request merges from)"
+// +kubebuilder:validation:XValidation:rule="!has(self.pullRequest) || (has(self.mode) && self.mode == 'PullRequest')",message="pullRequest is used only in mode PullRequest: set mode: PullRequest or remove pullRequest"
 type ImageUpdateSpec struct {
 	// Mode is Report (the default: status and events say what would be
-	// committed) or Commit (commit and push).
+	// committed), Commit (commit and push) or PullRequest (commit on top
+	// of pullRequest.base, force-push branch, open one pull request).
 	// +optional
 	Mode ImageUpdateMode `json:"mode,omitempty"`
-	// Branch to push to; default the Sync's branch.
+	// Branch to push to; default the Sync's branch. Required in
+	// PullRequest mode, where it is the robot's branch and must differ
+	// from the base.
 	// +optional
 	Branch string `json:"branch,omitempty"`
+	// PullRequest configures PullRequest mode.
+	// +optional
+	PullRequest *PullRequestSpec `json:"pullRequest,omitempty"`
 	// Author of the commits; default driftless <driftless@localhost>.
 	// +optional
 	Author *CommitAuthor `json:"author,omitempty"`
@@ -226,6 +276,33 @@ type ImageUpdateStatus struct {
 	// Problems lists markers that could not be applied (file:line: why).
 	// +optional
 	Problems []string `json:"problems,omitempty"`
+	// PullRequest is the request PullRequest mode opened last.
+	// +optional
+	PullRequest *PullRequestStatus `json:"pullRequest,omitempty"`
+}
+
+// PullRequestState is where a pull request stands.
+type PullRequestState string
+
+// Pull request states.
+const (
+	PullRequestOpen   PullRequestState = "Open"
+	PullRequestClosed PullRequestState = "Closed"
+	PullRequestMerged PullRequestState = "Merged"
+)
+
+// PullRequestStatus names a pull (merge) request of PullRequest mode.
+type PullRequestStatus struct {
+	// Number is the request's number (GitLab: its iid).
+	Number int `json:"number"`
+	// URL is its web page.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// State is Open, Closed or Merged.
+	State PullRequestState `json:"state"`
+	// Commit is the robot branch's commit the request was last given.
+	// +optional
+	Commit string `json:"commit,omitempty"`
 }
 
 // ImageUpdateModeOrDefault is the mode, Report when unset.

@@ -202,6 +202,7 @@ type Source struct {
 }
 
 // SyncSpec is the desired state of a Sync.
+// +kubebuilder:validation:XValidation:rule="!has(self.imageUpdate) || !has(self.imageUpdate.pullRequest) || !has(self.imageUpdate.branch) || self.imageUpdate.branch != (has(self.imageUpdate.pullRequest.base) && self.imageUpdate.pullRequest.base != '' ? self.imageUpdate.pullRequest.base : (has(self.source.git.branch) && self.source.git.branch != '' ? self.source.git.branch : 'master'))",message="spec.imageUpdate.branch must differ from the pull request's base (pullRequest.base, default the Sync's branch): the robot pushes to its own branch and asks to merge it into the base"
 type SyncSpec struct {
 	Source Source `json:"source"`
 	// Paths are directories or files in the repository to apply, relative

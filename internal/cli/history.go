@@ -43,7 +43,9 @@ is not recorded; a sync requested with "driftless reconcile" always is.
 -o json and -o yaml print {"sync": "NAMESPACE/NAME", "history": [...]}, each
 record with startedAt, revision (full SHA), subject, author, result,
 reason, duration, created, configured, unchanged, pruned, adopted, message,
-changes ([{action, object}]) and moreChanges.`, v1alpha1.MaxHistory, v1alpha1.MaxRecordChanges),
+changes ([{action, object}]) and moreChanges; with an image update in
+PullRequest mode, pullRequest ({number, url, state, commit}), also shown
+under the table.`, v1alpha1.MaxHistory, v1alpha1.MaxRecordChanges),
 		Example: `  driftless history driftless-system/default
 
   # and which objects each sync changed
@@ -114,9 +116,12 @@ func (r historyRecord) resultText() string {
 type historyReport struct {
 	Sync    string          `json:"sync"`
 	History []historyRecord `json:"history"`
-	now     time.Time
-	colour  painter
-	changes bool // list each record's changes under the table
+	// PullRequest is the image update's pull request (PullRequest mode):
+	// changes proposed, not applied until merged.
+	PullRequest *v1alpha1.PullRequestStatus `json:"pullRequest,omitempty"`
+	now         time.Time
+	colour      painter
+	changes     bool // list each record's changes under the table
 }
 
 func renderHistoryTable(w io.Writer, h historyReport) error {
@@ -138,8 +143,18 @@ func renderHistoryTable(w io.Writer, h historyReport) error {
 			h.colour.paint(colour, r.resultText()), r.Duration,
 			r.Created, r.Configured, r.Unchanged, r.Pruned, r.Adopted, r.Message)
 	}
-	if err := tw.Flush(); err != nil || !h.changes {
+	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if pr := h.PullRequest; pr != nil {
+		fmt.Fprintf(w, "\nImage update: pull request #%d %s (%s), robot commit %s", pr.Number, pr.URL, pr.State, orDash(source.Short(pr.Commit)))
+		if pr.State == v1alpha1.PullRequestOpen {
+			fmt.Fprint(w, ", applied once merged")
+		}
+		fmt.Fprintln(w)
+	}
+	if !h.changes {
+		return nil
 	}
 	for _, r := range h.History {
 		if len(r.Changes) == 0 {
@@ -169,6 +184,9 @@ func runHistory(ctx context.Context, o *historyOptions, arg string, out io.Write
 	h := historyReport{Sync: key.String(), History: make([]historyRecord, 0, len(s.Status.History)), now: time.Now(), colour: painter(isTerminal(out)), changes: o.changes}
 	for _, r := range s.Status.History {
 		h.History = append(h.History, newHistoryRecord(r))
+	}
+	if u := s.Status.ImageUpdate; u != nil {
+		h.PullRequest = u.PullRequest
 	}
 	return v.Render(out, h)
 }

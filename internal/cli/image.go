@@ -61,6 +61,8 @@ type imageUpdateRow struct {
 	Pending    []v1alpha1.ImageChange `json:"pending,omitempty"`
 	LastCommit string                 `json:"lastCommit,omitempty"`
 	Problems   []string               `json:"problems,omitempty"`
+	// PullRequest is PullRequest mode's request.
+	PullRequest *v1alpha1.PullRequestStatus `json:"pullRequest,omitempty"`
 }
 
 func newImageListCommand() *cobra.Command {
@@ -128,7 +130,7 @@ func runImageList(ctx context.Context, o *imageListOptions, out io.Writer) error
 		}
 		row := imageUpdateRow{Sync: s.Namespace + "/" + s.Name, Mode: string(s.Spec.ImageUpdate.ImageUpdateModeOrDefault())}
 		if u := s.Status.ImageUpdate; u != nil {
-			row.Pending, row.LastCommit, row.Problems = u.Pending, u.LastCommit, u.Problems
+			row.Pending, row.LastCommit, row.Problems, row.PullRequest = u.Pending, u.LastCommit, u.Problems, u.PullRequest
 		}
 		list.Updates = append(list.Updates, row)
 	}
@@ -154,7 +156,10 @@ func renderImageList(w io.Writer, l imageList) error {
 			fmt.Fprintf(w, ", last commit %s", u.LastCommit)
 		}
 		fmt.Fprintln(w, ":")
-		if len(u.Pending) == 0 && len(u.Problems) == 0 {
+		if pr := u.PullRequest; pr != nil {
+			fmt.Fprintf(w, "  pull request #%d %s (%s)\n", pr.Number, pr.URL, pr.State)
+		}
+		if len(u.Pending) == 0 && len(u.Problems) == 0 && u.PullRequest == nil {
 			fmt.Fprintln(w, "  nothing to change")
 		}
 		for _, c := range u.Pending {

@@ -140,3 +140,39 @@ func TestImageListShowsPoliciesAndWhatReportModeWouldCommit(t *testing.T) {
 		}
 	}
 }
+
+func TestImageListAndHistoryShowThePullRequest(t *testing.T) {
+	installCRDs(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "https://github.com/org/fleet.git", Branch: "main"}},
+			ImageUpdate: &v1alpha1.ImageUpdateSpec{Mode: v1alpha1.ImageUpdatePullRequest, Branch: "image-updates",
+				PullRequest: &v1alpha1.PullRequestSpec{Provider: v1alpha1.ProviderGitHub, TokenSecretRef: v1alpha1.LocalObjectReference{Name: "pr"}}}}}
+	if err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Status.ImageUpdate = &v1alpha1.ImageUpdateStatus{LastCommit: "1a2b3c4d", PullRequest: &v1alpha1.PullRequestStatus{
+		Number: 12, URL: "https://github.com/org/fleet/pull/12", State: v1alpha1.PullRequestOpen, Commit: "1a2b3c4d"}}
+	s.Status.History = []v1alpha1.SyncRecord{{Revision: strings.Repeat("e", 40), StartedAt: metav1.Now(), Duration: "1s", Result: v1alpha1.ResultSucceeded}}
+	if err := c.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	out := runCLI(t, "image", "list", "-n", ns, "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0).out
+	for _, want := range []string{"Sync " + ns + "/fleet (PullRequest mode), last commit 1a2b3c4d:", "  pull request #12 https://github.com/org/fleet/pull/12 (Open)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "nothing to change") {
+		t.Errorf("a Sync with an open request says nothing to change:\n%s", out)
+	}
+	history := runCLI(t, "history", ns+"/fleet", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0).out
+	if want := "Image update: pull request #12 https://github.com/org/fleet/pull/12 (Open), robot commit 1a2b3c4, applied once merged"; !strings.Contains(history, want) {
+		t.Errorf("history lacks %q:\n%s", want, history)
+	}
+	js := runCLI(t, "history", ns+"/fleet", "-o", "json", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0).out
+	if !strings.Contains(js, `"pullRequest": {`) || !strings.Contains(js, `"url": "https://github.com/org/fleet/pull/12"`) {
+		t.Errorf("history -o json lacks the pull request:\n%s", js)
+	}
+}

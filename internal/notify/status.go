@@ -79,10 +79,15 @@ func (t *Target) completeStatus(readFile func(field, name string) (string, error
 	return t.parseSelector()
 }
 
-// gitHost is the host whose repositories t reports on: the address's,
-// and github.com for api.github.com. Ports do not count.
-func (t *Target) gitHost() string {
-	u, err := url.Parse(t.Address)
+// gitHost is the host whose repositories t reports on (see APIGitHost).
+func (t *Target) gitHost() string { return APIGitHost(t.Address) }
+
+// APIGitHost is the host whose repositories the API at address serves:
+// the address's host, and github.com for api.github.com. Ports do not
+// count. A token for the API goes only where this is the repository's
+// host (commit statuses, image update pull requests).
+func APIGitHost(address string) string {
+	u, err := url.Parse(address)
 	if err != nil {
 		return ""
 	}

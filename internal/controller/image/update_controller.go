@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -66,6 +67,9 @@ type UpdateReconciler struct {
 	// Sync may use every policy.
 	AgentNamespace string
 	Now            func() time.Time
+	// HTTPClient sends PullRequest mode's requests to the provider's API
+	// (redirects are never followed); nil is a client with a timeout.
+	HTTPClient *http.Client
 }
 
 // SetupWithManager registers r with mgr.
@@ -129,7 +133,7 @@ func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if interval <= 0 {
 		interval = defaultUpdateInterval
 	}
-	out, err := r.update(ctx, &s)
+	out, forge, err := r.update(ctx, &s)
 	status := &v1alpha1.ImageUpdateStatus{}
 	if s.Status.ImageUpdate != nil {
 		status.LastCommit = s.Status.ImageUpdate.LastCommit
@@ -142,8 +146,27 @@ func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		status.Problems = append(status.Problems, err.Error())
 	}
-	commit := s.Spec.ImageUpdate.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdateCommit
+	mode := s.Spec.ImageUpdate.ImageUpdateModeOrDefault()
+	commit := mode == v1alpha1.ImageUpdateCommit
 	switch {
+	case mode == v1alpha1.ImageUpdatePullRequest:
+		if s.Status.ImageUpdate != nil {
+			// Kept across failed updates; dropped in the other modes.
+			status.PullRequest = s.Status.ImageUpdate.PullRequest
+		}
+		if err != nil || forge == nil {
+			break
+		}
+		if out.Pushed {
+			status.LastCommit = out.Commit
+			r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, ReasonImageUpdateCommitted, "ImageUpdate",
+				"committed %s to branch %s on top of %s: %s", source.Short(out.Commit), r.branch(&s), source.Short(out.Revision), summary(out.Changes))
+		}
+		pr, err := r.propose(ctx, &s, forge, out)
+		status.PullRequest = pr
+		if err != nil {
+			status.Problems = append(status.Problems, err.Error())
+		}
 	case commit && out.Commit != "":
 		status.LastCommit = out.Commit
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeNormal, ReasonImageUpdateCommitted, "ImageUpdate",
@@ -192,39 +215,51 @@ func (r *UpdateReconciler) requestSync(ctx context.Context, s *v1alpha1.Sync) {
 	_ = r.Client.Patch(ctx, s, patch) // the interval still applies the commit
 }
 
-func (r *UpdateReconciler) update(ctx context.Context, s *v1alpha1.Sync) (update.Outcome, error) {
+// update runs the image update of s; in PullRequest mode it also returns
+// the provider API the request is opened with (nil on an error: nothing
+// is pushed without a usable token).
+func (r *UpdateReconciler) update(ctx context.Context, s *v1alpha1.Sync) (update.Outcome, *update.Forge, error) {
 	var reader engine.Reader = r.Reader
 	if r.ReaderOf != nil {
 		var err error
 		if reader, err = r.ReaderOf(s); err != nil {
-			return update.Outcome{}, err
+			return update.Outcome{}, nil, err
 		}
 	}
 	req, err := engine.SourceRequest(ctx, reader, s)
 	if err != nil {
-		return update.Outcome{}, err
+		return update.Outcome{}, nil, err
 	}
 	u := s.Spec.ImageUpdate
-	commit := u.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdateCommit
+	mode := u.ImageUpdateModeOrDefault()
+	commit := mode != v1alpha1.ImageUpdateReport
+	var forge *update.Forge
+	if mode == v1alpha1.ImageUpdatePullRequest {
+		if forge, err = r.forge(ctx, reader, s); err != nil {
+			return update.Outcome{}, nil, fmt.Errorf("nothing pushed: %w", err)
+		}
+		req.Ref.Branch = pullRequestBase(s)
+	}
 	key, keyErr := r.signingKey(ctx, reader, s)
 	if keyErr != nil && commit {
-		return update.Outcome{}, fmt.Errorf("nothing committed: %w", keyErr)
+		return update.Outcome{}, nil, fmt.Errorf("nothing committed: %w", keyErr)
 	}
 	out, err := update.Run(ctx, update.Request{
-		Source:  req,
-		Branch:  u.Branch,
-		Paths:   s.Spec.Paths,
-		Commit:  commit,
-		Author:  author(u.Author),
-		Message: u.Message,
-		Dir:     filepath.Join(r.CacheDir, "image-update", s.Namespace, s.Name),
-		Now:     r.Now,
-		SignKey: key,
-		Mirror:  r.Mirror,
+		Source:   req,
+		Branch:   u.Branch,
+		Paths:    s.Spec.Paths,
+		Commit:   commit,
+		Author:   author(u.Author),
+		Message:  u.Message,
+		Dir:      filepath.Join(r.CacheDir, "image-update", s.Namespace, s.Name),
+		Now:      r.Now,
+		SignKey:  key,
+		Mirror:   r.Mirror,
+		FromBase: forge != nil,
 	}, r.lookup(ctx, s))
 	// In Report mode a bad key is reported beside what would be
 	// committed, before Commit mode needs it.
-	return out, errors.Join(err, keyErr)
+	return out, forge, errors.Join(err, keyErr)
 }
 
 // signingKey reads the key of spec.imageUpdate.signingKey, nil when the

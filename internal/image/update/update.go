@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -55,6 +57,11 @@ type Request struct {
 	Now func() time.Time
 	// SignKey, when set, signs the commits (see source.ParseSigningKey).
 	SignKey *openpgp.Entity
+	// FromBase (PullRequest mode) commits on top of the Source's branch,
+	// the base, whatever Branch holds, and force-pushes Branch. When
+	// Branch already holds the same change on the same base commit,
+	// nothing is pushed and Outcome.Commit is Branch's tip.
+	FromBase bool
 }
 
 // Outcome is what an update did.
@@ -67,6 +74,9 @@ type Outcome struct {
 	// Message is the commit message (also in Report mode: what would
 	// be committed).
 	Message string
+	// Pushed says whether Commit was pushed now (FromBase: false when
+	// the branch already held the same change).
+	Pushed bool
 }
 
 // Run checks out the branch's tip from the mirror, rewrites and, in Commit
@@ -118,13 +128,26 @@ func Run(ctx context.Context, req Request, lookup setters.Lookup) (Outcome, erro
 		if err != nil {
 			return Outcome{}, err
 		}
+		refspec := fmt.Sprintf("%s:refs/heads/%s", head.Name(), branch)
+		if req.FromBase {
+			tip, err := sameChange(ctx, req, mirror, branch, repo, head.Hash())
+			if err != nil {
+				return Outcome{}, err
+			}
+			if tip != "" {
+				out.Commit = tip
+				return out, nil
+			}
+			refspec = "+" + refspec
+		}
 		err = repo.PushContext(ctx, &git.PushOptions{
 			RemoteName: "origin",
 			RemoteURL:  req.Source.URL,
 			Auth:       auth,
-			RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:refs/heads/%s", head.Name(), branch))},
+			RefSpecs:   []config.RefSpec{config.RefSpec(refspec)},
 		})
 		if err == nil {
+			out.Pushed = true
 			return out, nil
 		}
 		// The server's reply may repeat what it was sent, credentials
@@ -154,7 +177,11 @@ func retryable(err error) bool {
 // push branch that is merged into it later.
 func base(ctx context.Context, req Request, mirror *source.Mirror, branch string) (*git.Repository, error) {
 	from := orDefault(req.Source.Ref.Branch, "master")
-	for _, b := range uniq(branch, from) {
+	branches := uniq(branch, from)
+	if req.FromBase {
+		branches = []string{from}
+	}
+	for _, b := range branches {
 		r := source.Request{URL: req.Source.URL, Ref: source.Ref{Branch: b}, Credentials: req.Source.Credentials, Verify: req.Source.Verify}
 		repo, err := mirror.Base(ctx, r, req.Dir, req.Paths)
 		if err == nil {
@@ -170,6 +197,38 @@ func base(ctx context.Context, req Request, mirror *source.Mirror, branch string
 		}
 	}
 	return nil, fmt.Errorf("neither branch %s nor %s exists in %s", branch, from, source.Redact(req.Source.URL))
+}
+
+// sameChange returns the tip of branch when it is already the change
+// committed as commit in repo: the same tree on the same parent. It is
+// "" when branch does not exist or holds anything else.
+func sameChange(ctx context.Context, req Request, mirror *source.Mirror, branch string, repo *git.Repository, commit plumbing.Hash) (string, error) {
+	// The robot's branch is only read here, not built on: its tip need
+	// not pass the Sync's signature check.
+	r := source.Request{URL: req.Source.URL, Ref: source.Ref{Branch: branch}, Credentials: req.Source.Credentials}
+	theirs, err := mirror.Base(ctx, r, req.Dir+".head", req.Paths)
+	if errors.Is(err, source.ErrNoBranch) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read branch %s of %s: %w", branch, source.Redact(req.Source.URL), err)
+	}
+	ref, err := theirs.Head()
+	if err != nil {
+		return "", err
+	}
+	tip, err := theirs.CommitObject(ref.Hash())
+	if err != nil {
+		return "", err
+	}
+	ours, err := repo.CommitObject(commit)
+	if err != nil {
+		return "", err
+	}
+	if tip.TreeHash != ours.TreeHash || !slices.Equal(tip.ParentHashes, ours.ParentHashes) {
+		return "", nil
+	}
+	return tip.Hash.String(), nil
 }
 
 // apply rewrites the markers in the worktree and, in Commit mode, commits.
