@@ -213,7 +213,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	}
 	fields := driftFields(obj.Object, change.Applied, change.Live, opts.FieldManager, secrets)
 	incident := incidentOf(r.now(), step, obj.Origin.Path, action, change, fields, decision.Reason)
-	observe(action, req.GVK.Kind, fields, r.now())
+	observe(req.Sync.String(), action, req.GVK.Kind, fields, r.now())
 	if action == v1alpha1.DriftReverted {
 		r.History.Record(key, r.now())
 	}

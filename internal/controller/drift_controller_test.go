@@ -282,4 +282,7 @@ func TestFightingWritersGetABackOffNotALoop(t *testing.T) {
 		t.Errorf("driftless reverted %d times before pausing, want at most 3", reverted)
 	}
 	eventsFor(t, h.ns, "fleet", "another writer keeps changing it")
+	if v, _ := metricValue(t, "driftless_drift_fights_total", map[string]string{"sync": h.ns + "/fleet", "kind": "Deployment", "manager": "kubectl-edit"}); v < 1 {
+		t.Errorf("driftless_drift_fights_total for kubectl-edit = %v, want at least 1", v)
+	}
 }

@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,12 +18,16 @@ import (
 var (
 	driftDetected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "driftless_drift_detected_total",
-		Help: "Changes made in the cluster to managed objects, by kind.",
-	}, []string{"kind"})
+		Help: "Changes made in the cluster to managed objects, by Sync, kind and the field manager that made them.",
+	}, []string{"sync", "kind", "manager"})
 	driftReverted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "driftless_drift_reverted_total",
-		Help: "Drifts put back to git, by kind.",
-	}, []string{"kind"})
+		Help: "Drifts put back to git, by Sync, kind and the field manager that had made them.",
+	}, []string{"sync", "kind", "manager"})
+	driftFights = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "driftless_drift_fights_total",
+		Help: "Drifts left in place because the agent backs off from a fight with another writer, by Sync, kind and that writer's field manager.",
+	}, []string{"sync", "kind", "manager"})
 	driftRevertSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "driftless_drift_revert_seconds",
 		Help:    "Time from a change in the cluster (its managedFields time, 1 s resolution) to its revert.",
@@ -44,19 +50,28 @@ var (
 		Name: "driftless_sync_objects",
 		Help: "Objects of the last sync, by action (created, configured, unchanged, pruned, skipped).",
 	}, []string{"sync", "action"})
+	syncFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "driftless_sync_failures_total",
+		Help: "Sync attempts that failed, by Sync and reason (the Ready condition's: FetchFailed, BuildFailed, ApplyFailed, …), each retry counted.",
+	}, []string{"sync", "reason"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(driftDetected, driftReverted, driftRevertSeconds, syncDuration, syncObjects, renders, kustomizeBuilds)
+	metrics.Registry.MustRegister(driftDetected, driftReverted, driftFights, driftRevertSeconds, syncDuration, syncObjects, syncFailures,
+		renders, kustomizeBuilds, syncStatus)
 }
 
-// observe records a drift incident in the metrics.
-func observe(action v1alpha1.DriftAction, kind string, fields []drift.FieldChange, now time.Time) {
-	driftDetected.WithLabelValues(kind).Inc()
+// observe records a drift incident of sync in the metrics.
+func observe(sync string, action v1alpha1.DriftAction, kind string, fields []drift.FieldChange, now time.Time) {
+	manager := managerNames.label(changedBy(fields))
+	driftDetected.WithLabelValues(sync, kind, manager).Inc()
+	if action == v1alpha1.DriftPaused {
+		driftFights.WithLabelValues(sync, kind, manager).Inc()
+	}
 	if action != v1alpha1.DriftReverted {
 		return
 	}
-	driftReverted.WithLabelValues(kind).Inc()
+	driftReverted.WithLabelValues(sync, kind, manager).Inc()
 	var changed time.Time
 	for _, f := range fields {
 		if f.At.After(changed) {
@@ -65,6 +80,70 @@ func observe(action v1alpha1.DriftAction, kind string, fields []drift.FieldChang
 	}
 	if !changed.IsZero() && now.After(changed) {
 		driftRevertSeconds.Observe(now.Sub(changed).Seconds())
+	}
+}
+
+// changedBy is the field manager of the newest change among fields, or
+// "" when none names one (a deleted object, managedFields that do not
+// say).
+func changedBy(fields []drift.FieldChange) string {
+	manager, at := "", time.Time{}
+	for _, f := range fields {
+		if f.Manager != "" && (manager == "" || f.At.After(at)) {
+			manager, at = f.Manager, f.At
+		}
+	}
+	return manager
+}
+
+// maxManagers bounds the distinct values of the manager label: any
+// client names its own field manager, so a writer could otherwise add
+// series without end.
+const maxManagers = 32
+
+// managerLabels hands out the manager label's values: the first
+// maxManagers managers seen keep their name, later ones read "other",
+// and "" reads "unknown".
+type managerLabels struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+var managerNames = &managerLabels{}
+
+func (m *managerLabels) label(manager string) string {
+	if manager == "" {
+		return "unknown"
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen[manager] {
+		return manager
+	}
+	if len(m.seen) >= maxManagers {
+		return "other"
+	}
+	if m.seen == nil {
+		m.seen = map[string]bool{}
+	}
+	m.seen[manager] = true
+	return manager
+}
+
+// observeFailure counts a failed sync attempt of sync; a sync cut short
+// by a newer revision did not fail.
+func observeFailure(sync string, o outcome) {
+	if o.err == nil || errors.Is(o.err, errSuperseded) {
+		return
+	}
+	syncFailures.WithLabelValues(sync, o.reason).Inc()
+}
+
+// forgetSync removes the series of a Sync that is gone.
+func forgetSync(sync string) {
+	for _, v := range []*prometheus.MetricVec{driftDetected.MetricVec, driftReverted.MetricVec, driftFights.MetricVec,
+		syncDuration.MetricVec, syncObjects.MetricVec, syncFailures.MetricVec} {
+		v.DeletePartialMatch(prometheus.Labels{"sync": sync})
 	}
 }
 

@@ -173,5 +173,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 	if err := syncs.SetupWithManager(mgr, opts.Concurrency, opts.Wake); err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(reportStatus(mgr.GetCache())); err != nil {
+		return nil, err
+	}
 	return syncs, nil
 }

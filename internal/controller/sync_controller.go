@@ -147,6 +147,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if apierrors.IsNotFound(err) {
 			r.Store.Forget(req.String())
 			r.woken.Delete(req.String())
+			forgetSync(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -175,6 +176,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout(&s))
 	o := r.sync(syncCtx, &s, id)
 	cancel()
+	observeFailure(req.String(), o)
 	o.inventoryLost = r.takeLost(req.String())
 
 	interval := s.Spec.Interval.Duration

@@ -65,6 +65,7 @@ func (r *SyncReconciler) stallOnSpec(ctx context.Context, s *v1alpha1.Sync, reas
 		return ctrl.Result{}, fmt.Errorf("update status of Sync %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	observeSync(s.Namespace+"/"+s.Name, o)
+	observeFailure(s.Namespace+"/"+s.Name, o)
 	log.FromContext(ctx).Error(err, "invalid spec; waiting for it to change", "reason", o.reason)
 	r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, o.reason, "Sync", "%s", o.message())
 	return ctrl.Result{}, nil

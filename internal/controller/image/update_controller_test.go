@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,6 +54,11 @@ func TestImageUpdateReportsAMarkerNamingAMissingPolicyAndCommitsTheRest(t *testi
 	}
 	eventFor(t, v1alpha1.SyncKind, ns, "fleet", "which does not exist")
 	eventFor(t, v1alpha1.SyncKind, ns, "fleet", "committed "+u.LastCommit[:7]+" to branch main")
+	for _, result := range []string{"committed", "failed"} {
+		if got := testutil.ToFloat64(updates.WithLabelValues(ns+"/fleet", result)); got != 1 {
+			t.Errorf("driftless_image_updates_total{result=%q} = %v, want 1", result, got)
+		}
+	}
 }
 
 // A repository migrated from Flux v1, unchanged: the annotations imply a
