@@ -64,16 +64,22 @@ type ruleFile struct {
 	} `json:"groups"`
 }
 
-func readDashboard(t *testing.T) (dashboard, []panel) {
+// read decodes the YAML or JSON file into v.
+func read(t *testing.T, file string, v any) {
 	t.Helper()
-	raw, err := os.ReadFile("driftless-dashboard.json")
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d dashboard
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatalf("driftless-dashboard.json: %v", err)
+	if err := yaml.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
+}
+
+func readDashboard(t *testing.T) (dashboard, []panel) {
+	t.Helper()
+	var d dashboard
+	read(t, "driftless-dashboard.json", &d)
 	var all []panel
 	var walk func([]panel)
 	walk = func(ps []panel) {
@@ -88,14 +94,8 @@ func readDashboard(t *testing.T) (dashboard, []panel) {
 
 func readRules(t *testing.T) ruleFile {
 	t.Helper()
-	raw, err := os.ReadFile("alerts.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rf ruleFile
-	if err := yaml.Unmarshal(raw, &rf); err != nil {
-		t.Fatalf("alerts.yaml: %v", err)
-	}
+	read(t, "alerts.yaml", &rf)
 	return rf
 }
 
@@ -220,34 +220,22 @@ func TestDashboardPanelsAreDescribed(t *testing.T) {
 
 func monitoringDoc(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "monitoring.md"))
+	raw, err := os.ReadFile(filepath.Join(root, "docs", "monitoring.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(raw)
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
+// root is the repository's root, from the test's directory.
+var root = filepath.Join("..", "..")
 
 func TestPrometheusRuleCarriesTheRulesOfAlertsYAML(t *testing.T) {
-	raw, err := os.ReadFile("prometheusrule.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var pr struct {
 		Kind string   `json:"kind"`
 		Spec ruleFile `json:"spec"`
 	}
-	if err := yaml.Unmarshal(raw, &pr); err != nil {
-		t.Fatal(err)
-	}
+	read(t, "prometheusrule.yaml", &pr)
 	if pr.Kind != "PrometheusRule" {
 		t.Fatalf("prometheusrule.yaml holds a %q", pr.Kind)
 	}
@@ -262,7 +250,7 @@ func promtool(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("DRIFTLESS_PROMTOOL_BIN")
 	if bin == "" {
-		bin = filepath.Join(repoRoot(t), "bin", "tools", "promtool")
+		bin = filepath.Join(root, "bin", "tools", "promtool")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		testenv.MissingTool(t, "promtool is not at %s: run make promtool (or set DRIFTLESS_PROMTOOL_BIN) to check the alert rules", bin)
@@ -289,10 +277,6 @@ func TestAlertRulesPassPromtool(t *testing.T) {
 	// Every alert has a unit test.
 	var tested []string
 	for _, file := range tests {
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var tf struct {
 			Tests []struct {
 				AlertRuleTest []struct {
@@ -300,9 +284,7 @@ func TestAlertRulesPassPromtool(t *testing.T) {
 				} `json:"alert_rule_test"`
 			} `json:"tests"`
 		}
-		if err := yaml.Unmarshal(raw, &tf); err != nil {
-			t.Fatal(err)
-		}
+		read(t, file, &tf)
 		for _, tc := range tf.Tests {
 			for _, a := range tc.AlertRuleTest {
 				tested = append(tested, a.Alertname)
@@ -326,7 +308,7 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	if _, err := os.Stat(bin); err != nil {
 		testenv.MissingTool(t, "kubectl is not at %s: run make controlplane", bin)
 	}
-	out, err := exec.CommandContext(t.Context(), bin, "kustomize", filepath.Join(repoRoot(t), dir)).CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), bin, "kustomize", filepath.Join(root, dir)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
 	}
