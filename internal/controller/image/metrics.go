@@ -26,3 +26,8 @@ func observeUpdate(sync string, committed bool, problems int) {
 		updates.WithLabelValues(sync, "failed").Inc()
 	}
 }
+
+// forgetUpdates removes the series of a Sync that is gone.
+func forgetUpdates(sync string) {
+	updates.DeletePartialMatch(prometheus.Labels{"sync": sync})
+}

@@ -115,6 +115,9 @@ func (r *UpdateReconciler) now() time.Time {
 func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var s v1alpha1.Sync
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetUpdates(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if s.Spec.ImageUpdate == nil && s.Status.ImageUpdate != nil && s.DeletionTimestamp.IsZero() {

@@ -59,6 +59,18 @@ func TestImageUpdateReportsAMarkerNamingAMissingPolicyAndCommitsTheRest(t *testi
 			t.Errorf("driftless_image_updates_total{result=%q} = %v, want 1", result, got)
 		}
 	}
+	// A deleted Sync leaves no series behind.
+	if err := c.Delete(context.Background(), f.sync); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.sync)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, result := range []string{"committed", "failed"} {
+		if updates.DeleteLabelValues(ns+"/fleet", result) {
+			t.Errorf("driftless_image_updates_total{result=%q} still has a series for the deleted Sync", result)
+		}
+	}
 }
 
 // A repository migrated from Flux v1, unchanged: the annotations imply a
