@@ -184,7 +184,7 @@ func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if len(status.Problems) > 0 {
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, ReasonImageUpdateFailed, "ImageUpdate", "%s", strings.Join(status.Problems, "; "))
 	}
-	observeUpdate(req.String(), commit && out.Commit != "", len(status.Problems))
+	observeUpdate(req.String(), commit && out.Commit != "" || mode == v1alpha1.ImageUpdatePullRequest && out.Pushed, len(status.Problems))
 	base := s.DeepCopy()
 	s.Status.ImageUpdate = status
 	if err := r.Client.Status().Patch(ctx, &s, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
