@@ -226,8 +226,11 @@ func (sizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNod
 }
 
 func costText(c uint64) string {
-	if c == math.MaxUint64 {
+	switch {
+	case c == math.MaxUint64:
 		return "unbounded"
+	case c >= 1e12:
+		return fmt.Sprintf("%.1e", float64(c))
 	}
 	return fmt.Sprint(c)
 }
