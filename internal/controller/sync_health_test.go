@@ -119,14 +119,7 @@ func TestHealthChecksGateAWaveOnACustomResourcesPhase(t *testing.T) {
 	}
 
 	setPhase(t, group, h.ns, "migrate", "Running")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the sync did not end once the Job was Running")
-	}
+	endOfSync(t, done, "the Job was Running")
 	h.expectReady(h.syncNow("fleet"))
 	if get(t, "v1", "ConfigMap", h.ns, "after") == nil {
 		t.Error("wave 1 was not applied once the Job of wave 0 was Running")
@@ -138,19 +131,26 @@ func TestHealthChecksFailedStopsTheWaveWithTheExpression(t *testing.T) {
 	group, done := startPhaseSync(h)
 
 	setPhase(t, group, h.ns, "migrate", "Failed")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the sync did not end once the Job had Failed")
-	}
+	endOfSync(t, done, "the Job had Failed")
 	s := h.syncNow("fleet")
 	h.expectFailed(s, v1alpha1.ReasonHealthCheckFailed,
 		"an object failed",
 		"Job/"+h.ns+"/migrate is Failed: spec.healthChecks[0].failed is true (status.phase == 'Failed') (migrate.yaml#0)")
 	if get(t, "v1", "ConfigMap", h.ns, "after") != nil {
 		t.Error("wave 1 was applied after the Job of wave 0 failed")
+	}
+}
+
+// endOfSync waits for the sync started by startPhaseSync to end, which it
+// must once what happened.
+func endOfSync(t *testing.T, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the sync did not end once %s", what)
 	}
 }
