@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,35 +15,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
-// installPhaseCRD installs, as the admin, a CRD of kind Job in a group of
-// the test's own whose status has only a phase (Pending, Running,
-// Failed), with a status subresource: an object kstatus calls Current as
-// soon as it exists. It returns the group.
+// installPhaseCRD installs, as the admin, testenv.PhaseCRD in a group of
+// the test's own: a kind Job whose status has only a phase (Pending,
+// Running, Failed). It returns the group.
 func installPhaseCRD(t *testing.T, ns string) string {
 	t.Helper()
 	group := "phase" + strings.ReplaceAll(ns, "-", "") + ".example.com"
-	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "jobs." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group,
-			Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "jobs", Singular: "job", Kind: "Job", ListKind: "JobList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object",
-					Properties: map[string]apiextensionsv1.JSONSchemaProps{
-						"spec":   {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"image": str}},
-						"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"phase": str}},
-					},
-				}},
-			}},
-		},
-	}
+	crd := testenv.PhaseCRD(group)
 	if err := c.Create(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}
