@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -134,7 +135,7 @@ func describe(gk schema.GroupKind) string {
 // expression sees the object's top-level fields by name (status.phase);
 // it also sees the whole object as self.
 func compile(text string) (*expression, error) {
-	base, err := cel.NewEnv(envOptions()...)
+	base, err := baseEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -142,11 +143,11 @@ func compile(text string) (*expression, error) {
 	if iss.Err() != nil {
 		return nil, errors.New(oneLine(iss.Err().Error()))
 	}
-	opts := envOptions()
+	var vars []cel.EnvOption
 	for _, name := range fields(parsed) {
-		opts = append(opts, cel.Variable(name, cel.DynType))
+		vars = append(vars, cel.Variable(name, cel.DynType))
 	}
-	env, err := cel.NewEnv(opts...)
+	env, err := base.Extend(vars...)
 	if err != nil {
 		return nil, fmt.Errorf("declare the object's fields: %w", err)
 	}
@@ -172,9 +173,10 @@ func compile(text string) (*expression, error) {
 	return &expression{text: text, prog: prog}, nil
 }
 
-// envOptions are the CEL environment of every expression: Flux's.
-func envOptions() []cel.EnvOption {
-	return []cel.EnvOption{
+// baseEnv is the CEL environment of every expression (Flux's, with self),
+// made once: the fields an expression reads extend it.
+var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
 		cel.HomogeneousAggregateLiterals(),
 		cel.EagerlyValidateDeclarations(true),
 		cel.DefaultUTCTimeZone(true),
@@ -184,8 +186,8 @@ func envOptions() []cel.EnvOption {
 		ext.Sets(),
 		ext.Encoders(),
 		cel.Variable("self", cel.DynType),
-	}
-}
+	)
+})
 
 // fields are the names an expression reads from outside itself: the
 // object's top-level fields, such as status (comprehension variables and
