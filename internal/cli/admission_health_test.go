@@ -34,7 +34,7 @@ spec:
 		return path
 	}
 	bad := sync("bad", "status.phase ==")
-	a.eventually("the webhook refuses a Sync whose expression does not parse", func() string {
+	a.Eventually("the webhook refuses a Sync whose expression does not parse", func() string {
 		if _, _, err := kubectl(t, nil, "create", "--dry-run=server", "-f", bad); err == nil {
 			return "created"
 		}
