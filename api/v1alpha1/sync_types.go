@@ -255,6 +255,16 @@ type SyncSpec struct {
 	// before this one syncs.
 	// +optional
 	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
+	// HealthChecks decide, with CEL expressions over the live object, when
+	// objects of a kind are healthy in the waits for health (waves, wait,
+	// and so dependsOn), instead of kstatus. The shape and semantics are
+	// those of Flux's Kustomization spec.healthCheckExprs. Expressions that
+	// do not compile, or whose estimated cost is over the limit, make the
+	// Sync InvalidSpec (and are refused by the admission webhook).
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	HealthChecks []HealthCheck `json:"healthChecks,omitempty"`
 	// TargetNamespace is given to namespaced objects that have no namespace.
 	// Without it they go to "default".
 	// +optional
@@ -572,3 +582,31 @@ func (s *Sync) SelfHealEnabled() bool { return s.Spec.SelfHeal == nil || *s.Spec
 
 // LabelValue is the SyncLabel value of this Sync.
 func (s *Sync) LabelValue() string { return SyncLabelValue(s.Namespace, s.Name) }
+
+// HealthCheck decides the health of the objects of one kind (or of every
+// kind of a group, when kind is empty) with CEL expressions. Each
+// expression sees the object as self and its top-level fields (apiVersion,
+// kind, metadata, spec, status) by name, and must return a bool.
+// The object is InProgress while status.observedGeneration differs from
+// metadata.generation; otherwise inProgress, failed and current are
+// evaluated in that order and the first that is true decides; none true
+// is InProgress.
+type HealthCheck struct {
+	// APIVersion of the objects checked, such as example.com/v1; only its
+	// group is compared.
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+	// Kind of the objects checked; empty: every kind of the group.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Current is true when the object is healthy.
+	// +kubebuilder:validation:MinLength=1
+	Current string `json:"current"`
+	// InProgress is true while the object is on its way.
+	// +optional
+	InProgress string `json:"inProgress,omitempty"`
+	// Failed is true when the object will not become healthy: the wait
+	// ends at once and the sync fails with HealthCheckFailed.
+	// +optional
+	Failed string `json:"failed,omitempty"`
+}

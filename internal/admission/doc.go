@@ -2,7 +2,9 @@
 // (--admission-warnings): it tells the person who edits an object a Sync
 // manages, through the API server's admission warnings that kubectl
 // prints, that the change will be reverted and where in git to make it,
-// and refuses edits of objects annotated driftless.dev/protect=deny.
+// and refuses edits of objects annotated driftless.dev/protect=deny. It
+// also refuses a Sync whose spec.healthChecks do not compile, with the
+// message the agent would stall the Sync with.
 //
 // It serves HTTPS with a certificate it generates, keeps in a Secret and
 // rotates before it expires, and registers itself in a

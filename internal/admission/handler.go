@@ -71,10 +71,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-// Review decides one admission request. Whatever it cannot find out (a
-// Sync it cannot read, an object that no longer exists) lets the write
-// pass without a warning: the webhook advises, the agent enforces.
+// Review decides one admission request: a Sync whose health checks do
+// not compile is refused (DecideSync); a write of a managed object is
+// decided by Decide. Whatever it cannot find out (a Sync it cannot read,
+// an object that no longer exists) lets the write pass without a
+// warning: the webhook advises, the agent enforces.
 func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest) Decision {
+	if d, ok := reviewSync(req); ok && !d.Allowed {
+		return d
+	}
 	in, ok := h.input(ctx, req)
 	if !ok {
 		return Decision{Allowed: true}

@@ -215,8 +215,9 @@ func (s *Server) register(ctx context.Context) error {
 
 // Configuration is the ValidatingWebhookConfiguration of the options: a
 // webhook for updates and deletes of objects labelled by a Sync, selected by the API
-// server on the label, and one for scale subresources (a Scale carries no
-// labels, so the handler reads the scaled object's). Both ignore failures:
+// server on the label, one for scale subresources (a Scale carries no
+// labels, so the handler reads the scaled object's), and one for creates
+// and updates of Syncs (DecideSync). All ignore failures:
 // a stopped agent never blocks a write.
 func Configuration(o Options, caBundle []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	cc := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
@@ -241,6 +242,8 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Validati
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 		}
 	}
+	syncs := hook("syncs.driftless.dev", []string{"syncs"}, nil, admissionregistrationv1.Create, admissionregistrationv1.Update)
+	syncs.Rules[0].APIGroups = []string{v1alpha1.GroupVersion.Group}
 	managed := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: v1alpha1.SyncLabel, Operator: metav1.LabelSelectorOpExists}}}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
@@ -248,6 +251,7 @@ func Configuration(o Options, caBundle []byte) *admissionregistrationv1.Validati
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
 			hook("managed.driftless.dev", []string{"*"}, managed, admissionregistrationv1.Update, admissionregistrationv1.Delete),
 			hook("scale.driftless.dev", []string{"*/scale"}, nil, admissionregistrationv1.Update),
+			syncs,
 		},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftless/driftless/internal/health"
 	"github.com/driftless/driftless/internal/plan"
 )
 
@@ -64,6 +65,9 @@ type WaitOptions struct {
 	// The agent lets drift checks run meanwhile, and ends a wait when git
 	// moves on.
 	Around func(ctx context.Context, w Wave, wait func(context.Context) error) error
+	// Checks decide the health of the kinds they name instead of kstatus
+	// (a Sync's spec.healthChecks); nil: kstatus for every kind.
+	Checks *health.Checks
 }
 
 // WaveProgress is how far a wait for one wave has got.

@@ -160,7 +160,7 @@ func (m *Manager) healthOf(ctx context.Context, s plan.Step) Health {
 		h.Status, h.Message = status.UnknownStatus, err.Error()
 		return h
 	}
-	h.Status, h.Message = HealthOf(u)
+	h.Status, h.Message = HealthWith(ctx, m.opts.Wait.Checks, u)
 	return h
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
+	"github.com/driftless/driftless/internal/health"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/origin"
 	"github.com/driftless/driftless/internal/plan"
@@ -119,6 +120,10 @@ type explainReport struct {
 	// SyncNotReady is the owning Sync's Ready reason and message when it
 	// is not Ready.
 	SyncNotReady *syncCondition `json:"syncNotReady,omitempty"`
+	// Health is the object's health by the owning Sync's health check
+	// for its kind, when one names it: its message names the expression
+	// that decided.
+	Health *syncCondition `json:"health,omitempty"`
 	// listChecked is false when the Syncs could not be listed.
 	listChecked bool
 	now         time.Time
@@ -163,6 +168,9 @@ func renderExplainText(w io.Writer, r explainReport) error {
 	}
 	if c := r.SyncNotReady; c != nil {
 		fmt.Fprintf(tw, "Sync not Ready:\t%s: %s\n", readyText(c.Status, c.Reason), c.Message)
+	}
+	if h := r.Health; h != nil {
+		fmt.Fprintf(tw, "Health:\t%s: %s\n", h.Status, h.Message)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -292,6 +300,11 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 	}
 	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
 		r.SyncNotReady = &syncCondition{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+	}
+	if checks, err := health.Compile(s.Spec.HealthChecks); err == nil {
+		if h, ok := checks.Evaluate(ctx, u); ok {
+			r.Health = &syncCondition{Status: string(h.Status), Message: h.Message}
+		}
 	}
 	return v.Render(out, r)
 }

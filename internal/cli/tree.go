@@ -19,6 +19,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/health"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/origin"
 	"github.com/driftless/driftless/internal/source"
@@ -73,7 +74,8 @@ type treeObject struct {
 	Kind      string `json:"kind"`
 	Name      string `json:"name"`
 	Version   string `json:"version"`
-	// Health is kstatus's status, or Missing.
+	// Health is kstatus's status (or that of the Sync's health check
+	// for its kind, whose message names the expression), or Missing.
 	Health  string `json:"health"`
 	Message string `json:"message,omitempty"`
 	// Origin is the file (and document) in git.
@@ -200,11 +202,15 @@ func runTree(ctx context.Context, o *treeOptions, arg string, out io.Writer) err
 		id := e.ID
 		r.Objects = append(r.Objects, treeObject{Namespace: id.Namespace, Group: id.Group, Kind: id.Kind, Name: id.Name, Version: e.Version})
 	}
+	// The Sync's own health checks decide the kinds they name, as in its
+	// waits; a spec that does not compile (the Sync is InvalidSpec) has
+	// none.
+	checks, _ := health.Compile(s.Spec.HealthChecks)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i := range r.Objects {
 		g.Go(func() error {
-			liveHealth(gctx, c, &r.Objects[i])
+			liveHealth(gctx, c, checks, &r.Objects[i])
 			return nil
 		})
 	}
@@ -225,8 +231,9 @@ func runTree(ctx context.Context, o *treeOptions, arg string, out io.Writer) err
 	return v.Render(out, r)
 }
 
-// liveHealth reads o from the cluster and sets its health and origin.
-func liveHealth(ctx context.Context, c client.Reader, o *treeObject) {
+// liveHealth reads o from the cluster and sets its health (by checks for
+// the kinds they name) and origin.
+func liveHealth(ctx context.Context, c client.Reader, checks *health.Checks, o *treeObject) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(schema.GroupVersionKind{Group: o.Group, Version: o.Version, Kind: o.Kind})
 	err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u)
@@ -244,7 +251,7 @@ func liveHealth(ctx context.Context, c client.Reader, o *treeObject) {
 		o.Health, o.Message = string(status.UnknownStatus), err.Error()
 		return
 	}
-	st, msg := apply.HealthOf(u)
+	st, msg := apply.HealthWith(ctx, checks, u)
 	o.Health, o.Message = string(st), msg
 	if a, ok := u.GetAnnotations()[v1alpha1.OriginAnnotation]; ok {
 		if from, _, err := origin.Parse(a); err == nil {

@@ -13,13 +13,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/health"
 	"github.com/driftless/driftless/internal/source"
 )
 
 // checkSpec returns what makes the Sync's spec unusable whatever the
 // network and the cluster do, or nil: a label value too long for its
 // objects, a malformed or unsupported git address, an SSH address without
-// a deploy key, a branch or tag name git cannot hold. Each problem says
+// a deploy key, a branch or tag name git cannot hold, a health check
+// expression that does not compile or costs too much. Each problem says
 // which field to change and how; all of them are joined.
 func checkSpec(s *v1alpha1.Sync, t *Tenancy) error {
 	var errs []error
@@ -41,6 +43,9 @@ func checkSpec(s *v1alpha1.Sync, t *Tenancy) error {
 			"set spec.source.git.secretRef to a Secret with identity and known_hosts keys, or use an https:// URL", source.Redact(g.URL)))
 	}
 	if err := source.CheckRef(source.Ref{Branch: g.Branch, Tag: g.Tag, Commit: g.Commit}); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := health.Compile(s.Spec.HealthChecks); err != nil {
 		errs = append(errs, err)
 	}
 	if t != nil && t.tenant(s) {

@@ -65,6 +65,23 @@ func TestInvalidSpecStallsAndWaitsForTheSpecToChange(t *testing.T) {
 			break_: func(s *v1alpha1.Sync) { s.Spec.Source.Git.Branch = "main branch" },
 			want:   []string{`branch "main branch" is not a valid git branch name`, "spec.source.git.branch"},
 		},
+		{
+			name: "a health check expression that does not compile",
+			break_: func(s *v1alpha1.Sync) {
+				s.Spec.HealthChecks = []v1alpha1.HealthCheck{
+					{APIVersion: "example.com/v1", Kind: "Widget", Current: "status.phase == 'Running'"},
+					{APIVersion: "example.com/v1", Kind: "Gadget", Current: "true", Failed: "status.phase =="}}
+			},
+			want: []string{"spec.healthChecks[1].failed: ERROR: <input>:1:16: Syntax error"},
+		},
+		{
+			name: "a health check expression that costs too much",
+			break_: func(s *v1alpha1.Sync) {
+				s.Spec.HealthChecks = []v1alpha1.HealthCheck{{APIVersion: "example.com/v1", Kind: "Widget",
+					Current: "status.conditions.all(a, status.conditions.all(b, a.type != b.type || a == b))"}}
+			},
+			want: []string{"spec.healthChecks[0].current: ", "is too costly", "avoid a comprehension (all, exists, filter, map) inside another"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +109,7 @@ func TestInvalidSpecStallsAndWaitsForTheSpecToChange(t *testing.T) {
 			// triggers it) syncs.
 			again.Spec.Source.Git.URL = h.repo.FileURL()
 			again.Spec.Source.Git.Branch = "main"
+			again.Spec.HealthChecks = nil
 			if err := c.Update(context.Background(), again); err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/health"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/render"
@@ -89,9 +90,14 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 		return fail(v1alpha1.ReasonPruneRefused, err)
 	}
 
+	checks, err := health.Compile(s.Spec.HealthChecks)
+	if err != nil {
+		return fail(v1alpha1.ReasonInvalidSpec, err)
+	}
 	opts := apply.DefaultOptions(s.LabelValue())
 	opts.DryRun = in.DryRun
 	opts.Wait = in.Wait
+	opts.Wait.Checks = checks
 	opts.Keep, opts.Written = in.Keep, in.Written
 	if in.Record != nil && !in.DryRun && adds(in.Inventory, p.Inventory()) {
 		opts.BeforeWrite = func(ctx context.Context) error {
