@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -149,23 +148,9 @@ func (b *bench) install(ctx context.Context) error {
 			return fmt.Errorf("install the CRD %s: %w", def.Name, err)
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
 	for _, def := range defs {
-		for {
-			var got apiextensionsv1.CustomResourceDefinition
-			if err := b.admin.Get(ctx, client.ObjectKey{Name: def.Name}, &got); err == nil {
-				established := false
-				for _, c := range got.Status.Conditions {
-					established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
-				}
-				if established {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("the CRD %s did not become Established", def.Name)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err := crd.WaitEstablished(ctx, b.admin, def.Name); err != nil {
+			return err
 		}
 	}
 	if err := b.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: syncNamespace}}); err != nil {

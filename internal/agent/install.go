@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,22 +67,7 @@ func installCRD(ctx context.Context, c client.Client, def *apiextensionsv1.Custo
 	if err := applyTyped(ctx, c, def); err != nil {
 		return fmt.Errorf("install the %s CRD: %w", kind, err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		var got apiextensionsv1.CustomResourceDefinition
-		if err := c.Get(ctx, client.ObjectKey{Name: def.Name}, &got); err != nil {
-			return false, nil
-		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("the %s CRD did not become Established: %w", kind, err)
-	}
-	return nil
+	return crd.WaitEstablished(ctx, c, def.Name)
 }
 
 func rootSync(o Options) *v1alpha1.Sync {

@@ -16,12 +16,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -505,14 +502,7 @@ var (
 func diffClusterClient(t *testing.T) client.Client {
 	t.Helper()
 	diffClusterOnce.Do(func() {
-		scheme := runtime.NewScheme()
-		for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
-			if err := add(scheme); err != nil {
-				diffClusterErr = err
-				return
-			}
-		}
-		cl, err := client.New(env.Config, client.Options{Scheme: scheme})
+		cl, err := client.New(env.Config, client.Options{Scheme: testenv.Scheme()})
 		if err != nil {
 			diffClusterErr = err
 			return
@@ -522,30 +512,7 @@ func diffClusterClient(t *testing.T) client.Client {
 			diffClusterErr = err
 			return
 		}
-		for _, def := range defs {
-			if err := cl.Create(context.Background(), def); err != nil && !apierrors.IsAlreadyExists(err) {
-				diffClusterErr = fmt.Errorf("install the CRD %s: %w", def.Name, err)
-				return
-			}
-		}
-		deadline := time.Now().Add(time.Minute)
-		established := 0
-		for _, def := range defs {
-			for ; time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-				var got apiextensionsv1.CustomResourceDefinition
-				if err := cl.Get(context.Background(), client.ObjectKey{Name: def.Name}, &got); err != nil {
-					continue
-				}
-				if slices.ContainsFunc(got.Status.Conditions, func(c apiextensionsv1.CustomResourceDefinitionCondition) bool {
-					return c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
-				}) {
-					established++
-					break
-				}
-			}
-		}
-		if established < len(defs) {
-			diffClusterErr = fmt.Errorf("the Sync and Inventory CRDs did not become Established")
+		if diffClusterErr = env.InstallCRDs(context.Background(), defs...); diffClusterErr != nil {
 			return
 		}
 		diffClusterC = cl

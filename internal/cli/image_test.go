@@ -5,13 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
@@ -22,34 +17,12 @@ import (
 // are not there yet.
 func installCRDs(t *testing.T) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(env.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defs, err := crd.All()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, def := range defs {
-		if err := cl.Create(context.Background(), def); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(time.Minute)
-		for established := false; !established; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("CRD %s not Established", def.Name)
-			}
-			var got apiextensionsv1.CustomResourceDefinition
-			if err := cl.Get(context.Background(), client.ObjectKey{Name: def.Name}, &got); err == nil {
-				for _, c := range got.Status.Conditions {
-					established = established || c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
-				}
-			}
-		}
+	if err := env.InstallCRDs(context.Background(), defs...); err != nil {
+		t.Fatal(err)
 	}
 }
 

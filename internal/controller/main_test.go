@@ -94,13 +94,8 @@ func setup(e *testenv.Env) error {
 	if err != nil {
 		return err
 	}
-	for _, def := range defs {
-		if err := c.Create(context.Background(), def); err != nil {
-			return fmt.Errorf("install the CRD %s: %w", def.Name, err)
-		}
-		if err := waitEstablished(c, def.Name); err != nil {
-			return err
-		}
+	if err := e.InstallCRDs(context.Background(), defs...); err != nil {
+		return err
 	}
 	if agentConfig, err = agentIdentity(e); err != nil {
 		return err
@@ -225,22 +220,6 @@ func waitAllowed(t *testing.T, ns string, try func(client.Client) error) {
 	eventually(t, "the API server to apply the tenant's binding", func() bool {
 		return !apierrors.IsForbidden(try(id.client))
 	})
-}
-
-func waitEstablished(c client.Client, name string) error {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		var got apiextensionsv1.CustomResourceDefinition
-		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &got); err == nil {
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return nil
-				}
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("CRD %s not Established", name)
 }
 
 // harness is one test's namespace, git server, repository and reconciler.

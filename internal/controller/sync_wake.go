@@ -218,16 +218,3 @@ type wokenRevision struct {
 func (r *SyncReconciler) wokenAt(s *v1alpha1.Sync, revision string) {
 	r.woken.Store(s.Namespace+"/"+s.Name, wokenRevision{generation: s.Generation, revision: revision, at: r.now()})
 }
-
-// resolve returns the revision s's ref points to: the one its wake-up
-// resolved, once, when that was after the notice and s's spec did not
-// change since; otherwise an ls-remote (shared, see source.Mirror.Resolve).
-func (r *SyncReconciler) resolve(ctx context.Context, s *v1alpha1.Sync, req source.Request) (string, error) {
-	if v, ok := r.woken.LoadAndDelete(s.Namespace + "/" + s.Name); ok {
-		w := v.(wokenRevision)
-		if w.generation == s.Generation && r.now().Sub(w.at) < wokenRevisionTTL {
-			return w.revision, nil
-		}
-	}
-	return r.Mirror().Resolve(ctx, req)
-}

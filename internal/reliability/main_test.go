@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,27 +53,7 @@ func setup(e *testenv.Env) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	crds := apiextensionsclient.NewForConfigOrDie(e.Config).ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := crds.Create(ctx, def, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("install the Sync CRD: %w", err)
-	}
-	for {
-		got, err := crds.Get(ctx, def.Name, metav1.GetOptions{})
-		if err == nil {
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the Sync CRD is not Established: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return e.InstallCRDs(context.Background(), def)
 }
 
 // full reports whether the long variants run (make reliability).

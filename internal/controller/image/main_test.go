@@ -2,7 +2,6 @@ package image
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -46,13 +45,8 @@ func setup(e *testenv.Env) error {
 	if err != nil {
 		return err
 	}
-	for _, def := range defs {
-		if err := c.Create(context.Background(), def); err != nil {
-			return fmt.Errorf("install the %s CRD: %w", def.Spec.Names.Kind, err)
-		}
-		if err := waitEstablished(def.Name); err != nil {
-			return err
-		}
+	if err := e.InstallCRDs(context.Background(), defs...); err != nil {
+		return err
 	}
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: e.Clientset.EventsV1()})
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
@@ -60,22 +54,6 @@ func setup(e *testenv.Env) error {
 	}
 	recorder = b.NewRecorder(scheme, "driftless")
 	return nil
-}
-
-func waitEstablished(name string) error {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		var got apiextensionsv1.CustomResourceDefinition
-		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &got); err == nil {
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return nil
-				}
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("CRD %s not Established", name)
 }
 
 // eventFor waits for an Event regarding kind namespace/name whose note

@@ -6,7 +6,6 @@ package rollout
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -49,33 +48,7 @@ func setup(e *testenv.Env) error {
 	if err != nil {
 		return err
 	}
-	for _, def := range defs {
-		if err := c.Create(context.Background(), def); err != nil {
-			return err
-		}
-	}
-	for _, def := range defs {
-		if err := waitEstablished(def.Name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func waitEstablished(name string) error {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		var got apiextensionsv1.CustomResourceDefinition
-		if c.Get(context.Background(), client.ObjectKey{Name: name}, &got) == nil {
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return nil
-				}
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("the CRD %s is not Established", name)
+	return e.InstallCRDs(context.Background(), defs...)
 }
 
 // startAgent runs the controllers as the agent does until the test ends.
