@@ -25,13 +25,10 @@ func installPhaseCRD(t *testing.T, ns string) string {
 	t.Helper()
 	group := "phase" + strings.ReplaceAll(ns, "-", "") + ".example.com"
 	crd := testenv.PhaseCRD(group)
-	if err := c.Create(context.Background(), crd); err != nil {
+	if err := env.InstallCRDs(context.Background(), crd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
-	if err := waitEstablished(c, crd.Name); err != nil {
-		t.Fatal(err)
-	}
 	return group
 }
 
