@@ -215,7 +215,7 @@ type CommitAuthor struct {
 
 // ImageUpdateSpec turns on image automation for a Sync: markers in its
 // paths that name an ImagePolicy are rewritten to the policy's tag.
-// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'PullRequest' || (has(self.pullRequest) && has(self.branch) && self.branch != '')",message="mode PullRequest needs pullRequest and branch (the robot's branch, which the pull request merges from)"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'PullRequest' || (has(self.pullRequest) && has(self.branch) && size(self.branch) > 0)",message="mode PullRequest needs pullRequest and branch (the robot's branch, which the pull request merges from)"
 // +kubebuilder:validation:XValidation:rule="!has(self.pullRequest) || (has(self.mode) && self.mode == 'PullRequest')",message="pullRequest is used only in mode PullRequest: set mode: PullRequest or remove pullRequest"
 type ImageUpdateSpec struct {
 	// Mode is Report (the default: status and events say what would be

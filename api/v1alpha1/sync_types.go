@@ -202,7 +202,7 @@ type Source struct {
 }
 
 // SyncSpec is the desired state of a Sync.
-// +kubebuilder:validation:XValidation:rule="!has(self.imageUpdate) || !has(self.imageUpdate.pullRequest) || !has(self.imageUpdate.branch) || self.imageUpdate.branch != (has(self.imageUpdate.pullRequest.base) && self.imageUpdate.pullRequest.base != '' ? self.imageUpdate.pullRequest.base : (has(self.source.git.branch) && self.source.git.branch != '' ? self.source.git.branch : 'master'))",message="spec.imageUpdate.branch must differ from the pull request's base (pullRequest.base, default the Sync's branch): the robot pushes to its own branch and asks to merge it into the base"
+// +kubebuilder:validation:XValidation:rule="!has(self.imageUpdate) || !has(self.imageUpdate.pullRequest) || !has(self.imageUpdate.branch) || self.imageUpdate.branch != (has(self.imageUpdate.pullRequest.base) && size(self.imageUpdate.pullRequest.base) > 0 ? self.imageUpdate.pullRequest.base : (has(self.source.git.branch) && size(self.source.git.branch) > 0 ? self.source.git.branch : 'master'))",message="spec.imageUpdate.branch must differ from the pull request's base (pullRequest.base, default the Sync's branch): the robot pushes to its own branch and asks to merge it into the base"
 type SyncSpec struct {
 	Source Source `json:"source"`
 	// Paths are directories or files in the repository to apply, relative
@@ -536,6 +536,10 @@ type SyncStatus struct {
 	// ImageUpdate is the last image update (spec.imageUpdate).
 	// +optional
 	ImageUpdate *ImageUpdateStatus `json:"imageUpdate,omitempty"`
+	// Hold is set while the Sync is held at a revision (HoldAnnotation,
+	// `driftless hold`) and that revision is what it applies.
+	// +optional
+	Hold *HoldStatus `json:"hold,omitempty"`
 }
 
 // Sync keeps a set of objects in the cluster equal to paths in a git

@@ -24,6 +24,7 @@ import (
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/origin"
 	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/source"
 	"github.com/spf13/cobra"
 )
 
@@ -55,14 +56,15 @@ func newExplainCommand() *cobra.Command {
     from its managedFields;
   - whether it is in the Sync's inventory, the Sync's last %d drift
     incidents on it, and, when the Sync is failing, its Ready reason and
-    message.
+    message; when the Sync is held (driftless hold), at which revision, by
+    whom, why and how many commits wait.
 
 Exit status: 0 when the object was explained (managed or not), 2 when it
 does not exist, its kind is unknown, or you may not read it.
 
 -o json and -o yaml print the same, with the fields object, apiVersion,
 sync, syncFound, origin, revision, lastApplied, inInventory, listedBy,
-fieldManagers, drift and syncNotReady.`, explainDriftShown),
+fieldManagers, drift, syncNotReady and held (the Sync's status.hold).`, explainDriftShown),
 		Example: `  driftless explain deploy/web -n shop
   driftless explain configmap/web-config -n shop -o yaml
   driftless explain clusterrole/shop-reader`,
@@ -124,6 +126,9 @@ type explainReport struct {
 	// for its kind, when one names it: its message names the expression
 	// that decided.
 	Health *syncCondition `json:"health,omitempty"`
+	// Held is the owning Sync's status.hold: the object is as the held
+	// revision has it, whatever the branch says since.
+	Held *v1alpha1.HoldStatus `json:"held,omitempty"`
 	// listChecked is false when the Syncs could not be listed.
 	listChecked bool
 	now         time.Time
@@ -171,6 +176,9 @@ func renderExplainText(w io.Writer, r explainReport) error {
 	}
 	if h := r.Health; h != nil {
 		fmt.Fprintf(tw, "Health:\t%s: %s\n", h.Status, h.Message)
+	}
+	if hs := r.Held; hs != nil {
+		fmt.Fprintf(tw, "Held:\tthe Sync applies %s, not its branch's tip. %s\n", source.Short(hs.Revision), holdLine(hs, r.Sync))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -306,6 +314,7 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 			r.Health = &syncCondition{Status: string(h.Status), Message: h.Message}
 		}
 	}
+	r.Held = s.Status.Hold
 	return v.Render(out, r)
 }
 

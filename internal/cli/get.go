@@ -60,7 +60,9 @@ every namespace (-A), one row each:
   NAMESPACE  with -A
   NAME       the Sync
   REVISION   short SHA of the last revision applied successfully
-  READY      True, or False/Unknown with the reason, such as False (FetchFailed)
+  READY      True, or False/Unknown with the reason, such as False (FetchFailed);
+             Held (N pending) for a Sync held at a revision (driftless hold),
+             N the commits of its branch that wait for driftless release
   LAST SYNC  how long ago the newest recorded sync started
   OBJECTS    objects in the Sync's inventory
   DRIFT      drift incidents in the last 24 hours (changes made in the
@@ -77,7 +79,8 @@ context could be listed.
 --watch prints the table again whenever a Sync changes, until Ctrl-C.
 -o json and -o yaml print {"syncs": [...]} with the fields namespace, name,
 revision (full SHA), ready, reason, message, lastSyncAt, objects,
-driftLast24h, driftIncidents (all kept) and suspended; with --watch, one
+driftLast24h, driftIncidents (all kept), suspended and hold (status.hold:
+revision, by, reason, since, tip, pending); with --watch, one
 document per change. With --all-contexts each Sync also has context, and
 "unreachableContexts" lists [{context, status, error}].`,
 		Example: `  # every Sync of the cluster
@@ -134,6 +137,8 @@ type syncRow struct {
 	DriftLast24h   int  `json:"driftLast24h"`
 	DriftIncidents int  `json:"driftIncidents"`
 	Suspended      bool `json:"suspended"`
+	// Hold is status.hold: the Sync is held at Revision (driftless hold).
+	Hold *v1alpha1.HoldStatus `json:"hold,omitempty"`
 }
 
 // syncList is the data of `get syncs`.
@@ -158,6 +163,7 @@ func newSyncRow(s *v1alpha1.Sync, now time.Time) syncRow {
 		Objects:        objectCount(s),
 		DriftIncidents: len(s.Status.Drift),
 		Suspended:      s.Spec.Suspend,
+		Hold:           s.Status.Hold,
 	}
 	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 		r.Ready, r.Reason, r.Message = string(c.Status), c.Reason, c.Message
@@ -209,7 +215,7 @@ func renderSyncTable(w io.Writer, l syncList) error {
 			suspended = l.colour.paint(colourNone, suspended)
 		}
 		cells = append(cells, r.Name, orDash(source.Short(r.Revision)),
-			l.colour.paint(readyColour(r.Ready), readyText(r.Ready, r.Reason)),
+			r.readyCell(l.colour),
 			age(l.now, last), fmt.Sprint(r.Objects), fmt.Sprint(r.DriftLast24h), suspended)
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -422,4 +428,13 @@ func objectCount(s *v1alpha1.Sync) int {
 		return s.Status.InventoryRef.Entries
 	}
 	return len(s.Status.Inventory)
+}
+
+// readyCell is the READY cell of r: the Ready status (and the reason when
+// it is not True), or for a held Sync "Held" and the commits pending.
+func (r syncRow) readyCell(colour painter) string {
+	if r.Hold != nil && r.Ready == "True" && r.Reason == v1alpha1.ReasonHeld {
+		return colour.paint(colourYellow, fmt.Sprintf("Held (%d pending)", r.Hold.Pending))
+	}
+	return colour.paint(readyColour(r.Ready), readyText(r.Ready, r.Reason))
 }

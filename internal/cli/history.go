@@ -30,7 +30,8 @@ func newHistoryCommand() *cobra.Command {
 		Short: "Show the recorded syncs of a Sync, newest first",
 		Long: fmt.Sprintf(`Show the syncs the agent recorded for a Sync (status.history, the last %[1]d),
 newest first: when each started (how long ago, and the time in UTC), the
-revision and its commit's subject and author, the result (and the reason of a failure), how long it took, how
+revision and its commit's subject and author, the result (and the reason of a failure;
+"Succeeded (Held)" for a sync of a held Sync, which applied the held revision), how long it took, how
 many objects it created, configured, left unchanged, pruned and adopted
 (took over from outside driftless), and its message. For a dry run the
 counts are what it would have done. --changes also lists, under the
@@ -45,7 +46,8 @@ record with startedAt, revision (full SHA), subject, author, result,
 reason, duration, created, configured, unchanged, pruned, adopted, message,
 changes ([{action, object}]) and moreChanges; with an image update in
 PullRequest mode, pullRequest ({number, url, state, commit}), also shown
-under the table.`, v1alpha1.MaxHistory, v1alpha1.MaxRecordChanges),
+under the table; "hold" is status.hold while the Sync is held (driftless
+hold), also said under the table.`, v1alpha1.MaxHistory, v1alpha1.MaxRecordChanges),
 		Example: `  driftless history driftless-system/default
 
   # and which objects each sync changed
@@ -103,10 +105,10 @@ func newHistoryRecord(r v1alpha1.SyncRecord) historyRecord {
 	return rec
 }
 
-// resultText is a record's result as a cell: "Succeeded", or "Failed"
-// with its reason.
+// resultText is a record's result as a cell: "Succeeded", "Succeeded
+// (Held)" for a sync of a held Sync, or "Failed" with its reason.
 func (r historyRecord) resultText() string {
-	if r.Result == string(v1alpha1.ResultFailed) && r.Reason != "" {
+	if (r.Result == string(v1alpha1.ResultFailed) || r.Reason == v1alpha1.ReasonHeld) && r.Reason != "" {
 		return r.Result + " (" + r.Reason + ")"
 	}
 	return r.Result
@@ -119,9 +121,11 @@ type historyReport struct {
 	// PullRequest is the image update's pull request (PullRequest mode):
 	// changes proposed, not applied until merged.
 	PullRequest *v1alpha1.PullRequestStatus `json:"pullRequest,omitempty"`
-	now         time.Time
-	colour      painter
-	changes     bool // list each record's changes under the table
+	// Hold is status.hold: the Sync is held (driftless hold).
+	Hold    *v1alpha1.HoldStatus `json:"hold,omitempty"`
+	now     time.Time
+	colour  painter
+	changes bool // list each record's changes under the table
 }
 
 func renderHistoryTable(w io.Writer, h historyReport) error {
@@ -153,6 +157,9 @@ func renderHistoryTable(w io.Writer, h historyReport) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if hs := h.Hold; hs != nil {
+		fmt.Fprintf(w, "\n%s\n", holdLine(hs, h.Sync))
+	}
 	if !h.changes {
 		return nil
 	}
@@ -181,7 +188,8 @@ func runHistory(ctx context.Context, o *historyOptions, arg string, out io.Write
 		return err
 	}
 	key := client.ObjectKeyFromObject(s)
-	h := historyReport{Sync: key.String(), History: make([]historyRecord, 0, len(s.Status.History)), now: time.Now(), colour: painter(isTerminal(out)), changes: o.changes}
+	h := historyReport{Sync: key.String(), History: make([]historyRecord, 0, len(s.Status.History)), Hold: s.Status.Hold,
+		now: time.Now(), colour: painter(isTerminal(out)), changes: o.changes}
 	for _, r := range s.Status.History {
 		h.History = append(h.History, newHistoryRecord(r))
 	}

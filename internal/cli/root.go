@@ -26,7 +26,8 @@ Run "driftless <command> --help" for the flags of each command.`,
 	root.SetOut(out)
 	root.SetErr(errOut)
 	root.AddCommand(newVersionCommand(), newAgentCommand(), newDiffCommand(), newBuildCommand())
-	root.AddCommand(newGetCommand(), newHistoryCommand(), newReconcileCommand(), newSuspendCommand(), newResumeCommand())
+	root.AddCommand(newGetCommand(), newHistoryCommand(), newReconcileCommand(), newSuspendCommand(), newResumeCommand(),
+		newHoldCommand(), newReleaseCommand())
 	root.AddCommand(newExplainCommand(), newEventsCommand(), newTreeCommand(), newImageCommand(), newSecretCommand())
 	root.AddCommand(newInstallCommand(), newIdentityCommand(), newCheckCommand(), newUninstallCommand())
 	return root

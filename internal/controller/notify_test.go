@@ -140,20 +140,7 @@ func TestEachCommitGetsItsDeployStatus(t *testing.T) {
 	}
 
 	h := newHarness(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("ghp-test-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := "targets:\n- name: github\n  type: github-status\n  address: " + srv.URL + "\n  tokenFile: token\n  syncs:\n    namespaces: [" + h.ns + "]\n"
-	if err := os.WriteFile(filepath.Join(dir, "notify.yaml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	notifications, err := notify.LoadConfig(filepath.Join(dir, "notify.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	notifications.Cluster = "test-cluster"
-	startAgentWith(t, func(o *Options) { o.Notify = notifications })
+	startAgentWithStatuses(t, h, srv.URL)
 
 	good := h.repo.Commit(t, "good", map[string]string{"good.yaml": configMap("good", "v1")})
 	h.createSync("fleet", func(s *v1alpha1.Sync) {
@@ -180,6 +167,27 @@ func TestEachCommitGetsItsDeployStatus(t *testing.T) {
 	if len(s) != 2 || !strings.HasPrefix(s[0], "pending: ") || !strings.Contains(s[1], "BuildFailed: ") || !strings.Contains(s[1], "broken.yaml") {
 		t.Errorf("statuses on the broken commit %q, want pending, then one failure naming BuildFailed and broken.yaml", s)
 	}
+}
+
+// startAgentWithStatuses starts the agent with a GitHub commit status
+// target at address (token ghp-test-token, cluster test-cluster) for the
+// Syncs of h's namespace.
+func startAgentWithStatuses(t *testing.T, h *harness, address string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("ghp-test-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "targets:\n- name: github\n  type: github-status\n  address: " + address + "\n  tokenFile: token\n  syncs:\n    namespaces: [" + h.ns + "]\n"
+	if err := os.WriteFile(filepath.Join(dir, "notify.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notifications, err := notify.LoadConfig(filepath.Join(dir, "notify.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	notifications.Cluster = "test-cluster"
+	startAgentWith(t, func(o *Options) { o.Notify = notifications })
 }
 
 // TestTheNotificationStateIsKeptInAConfigMap saves and reads the dedup

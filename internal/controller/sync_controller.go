@@ -52,6 +52,9 @@ type RevisionReporter interface {
 	// message is the Ready condition's, masked. superseded: a newer
 	// revision arrived before it was Ready.
 	Synced(s *v1alpha1.Sync, revision, reason, message string, superseded bool)
+	// Held: revision, the tip of a held Sync's branch, waits for the
+	// hold's release; message is the hold's (holdMessage).
+	Held(s *v1alpha1.Sync, revision, message string)
 }
 
 // SyncReconciler reconciles Sync objects.
@@ -207,6 +210,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if r.Revisions != nil && o.revision != "" && !o.dryRun && !r.DryRun && !s.DryRun() {
 		r.Revisions.Synced(&s, o.revision, o.reason, o.message(), errors.Is(o.err, errSuperseded))
 	}
+	r.reportHeld(&s, o)
 	if errors.Is(o.err, errSuperseded) {
 		// A new revision arrived during a health wait: apply it now.
 		logger.Info("a new revision arrived during the health wait; syncing it now", "waited", o.revision)
@@ -349,7 +353,12 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(v1alpha1.ReasonFetchFailed, err)
 	}
-	o.movedBack = movedBack(s, o.revision)
+	if o.revision, o.hold, err = r.heldRevision(ctx, s, req, o.revision); err != nil {
+		return fail(holdFailure(err), err)
+	}
+	if o.hold == nil {
+		o.movedBack = movedBack(s, o.revision)
+	}
 	// Read every sync: a changed ConfigMap or Secret re-renders.
 	vars, err := engine.Variables(ctx, reader, s)
 	if err != nil {
@@ -429,7 +438,12 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			// What this wave wrote is what drift reverts to from now on;
 			// drift checks run while the sync waits.
 			w.Record(wave.Changes, byID)
-			return w.Pause(func() error { return untilSuperseded(ctx, req, o.revision, wait) })
+			return w.Pause(func() error {
+				if o.hold != nil {
+					return wait(ctx) // a new commit does not supersede a hold
+				}
+				return untilSuperseded(ctx, req, o.revision, wait)
+			})
 		},
 	}
 	res := engine.Run(ctx, id.client, in)

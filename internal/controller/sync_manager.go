@@ -13,14 +13,14 @@ import (
 )
 
 // SetupWithManager registers the reconciler. Syncs are reconciled when
-// their spec changes (a new generation) or a sync is requested
-// (RequestedAtAnnotation), and then every spec.interval;
+// their spec changes (a new generation), a sync is requested
+// (RequestedAtAnnotation) or their hold changes, and then every spec.interval;
 // status updates do not trigger a sync. Each event read from wake, when
 // it is not nil, reconciles its Sync at once: those whose paths changed
 // first (see wakeSource).
 func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, wake <-chan event.TypedGenericEvent[*v1alpha1.Sync]) error {
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.Sync{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, requestedAtChanged))).
+		For(&v1alpha1.Sync{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, requestedAtChanged, holdChanged))).
 		Watches(&v1alpha1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.dependents))
 	if wake != nil {
 		b = b.WatchesRawSource(&wakeSource{r: r, wake: wake})

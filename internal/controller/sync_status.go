@@ -46,6 +46,8 @@ type outcome struct {
 	lastCompared time.Time
 	// reverted words each drift the sync put back (revertedDrift).
 	reverted []string
+	// hold is the hold the sync applied (see heldRevision), or nil.
+	hold *held
 }
 
 // pending reports whether a dry run found anything to do.
@@ -74,6 +76,7 @@ var stalledReasons = map[string]bool{
 	v1alpha1.ReasonServiceAccountRequired: true,
 	v1alpha1.ReasonVerificationFailed:     true,
 	v1alpha1.ReasonAccessDenied:           true,
+	v1alpha1.ReasonHoldRefused:            true,
 }
 
 // maxMessage keeps condition and event messages within what the API
@@ -103,6 +106,9 @@ func (o outcome) message() string {
 		return truncate(fmt.Sprintf("dry run of %s: would %s", source.Short(o.revision), o.wouldDo()))
 	}
 	msg := fmt.Sprintf("applied %s: %s", source.Short(o.revision), o.changes.Summary())
+	if o.hold != nil {
+		msg = holdMessage(o.hold) + "; " + msg
+	}
 	if len(o.reverted) > 0 {
 		msg += fmt.Sprintf("; %d reverted: %s", len(o.reverted), strings.Join(o.reverted, "; "))
 	}
@@ -183,7 +189,7 @@ func (o outcome) noop(st *v1alpha1.SyncStatus) bool {
 func (o outcome) unchangedSince(st *v1alpha1.SyncStatus) bool {
 	ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
 	return o.err == nil && !o.dryRun &&
-		ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == v1alpha1.ReasonSucceeded &&
+		ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == o.readyReason() && o.holdRecorded(st) &&
 		!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionStalled) &&
 		!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionDrifted) &&
 		o.changes.Count(apply.Created)+o.changes.Count(apply.Configured)+o.changes.Count(apply.Pruned) == 0
@@ -225,7 +231,7 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 		}
 		meta.SetStatusCondition(&st.Conditions, drifted)
 	case o.err == nil:
-		ready.Status, ready.Reason = metav1.ConditionTrue, v1alpha1.ReasonSucceeded
+		ready.Status, ready.Reason = metav1.ConditionTrue, o.readyReason()
 		st.LastAppliedRevision = o.revision
 		st.LastAppliedGeneration = generation
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse,
@@ -233,6 +239,7 @@ func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 	default:
 		ready.Status, ready.Reason = metav1.ConditionFalse, o.reason
 	}
+	st.Hold = o.holdStatus()
 	if o.compared && o.err == nil {
 		st.LastComparedAt = &metav1.Time{Time: o.started.UTC().Truncate(time.Second)}
 	}

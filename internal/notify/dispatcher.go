@@ -252,6 +252,14 @@ func (d *Dispatcher) Synced(s *v1alpha1.Sync, revision, reason, message string, 
 	d.enqueue(notice{sync: n.sync, status: &n})
 }
 
+// Held tells the commit status targets that revision, the tip of a held
+// Sync's branch, waits for the hold's release: message says the hold
+// (who, why, how many commits wait). It never blocks.
+func (d *Dispatcher) Held(s *v1alpha1.Sync, revision, message string) {
+	n := statusNoticeOf(s, revision, StateHeld, v1alpha1.ReasonHeld, message)
+	d.enqueue(notice{sync: n.sync, status: &n})
+}
+
 // delivery is one request to a target, worded.
 type delivery struct {
 	url     string

@@ -29,6 +29,10 @@ const (
 	StateFailure CommitState = "failure"
 	// StateError: a newer revision superseded it before it was Ready.
 	StateError CommitState = "error"
+	// StateHeld: the Sync is held at an older revision; this one waits
+	// for the hold's release. Providers show it as pending, with the
+	// hold in the description.
+	StateHeld CommitState = "held"
 )
 
 // MaxDescription is the longest description GitHub accepts on a status.
@@ -154,6 +158,8 @@ func (n statusNotice) description(cluster string) string {
 		d = "Ready: " + n.message
 	case StateError:
 		d = "superseded by a newer revision before it was Ready"
+	case StateHeld:
+		d = n.message
 	default:
 		d = n.reason + ": " + n.message
 	}
@@ -177,7 +183,7 @@ func (t *Target) statusDelivery(n statusNotice, cluster string) (delivery, error
 	var body any
 	switch t.Type {
 	case TypeGitLabStatus:
-		state := map[CommitState]string{StatePending: "running", StateSuccess: "success", StateFailure: "failed", StateError: "canceled"}[n.state]
+		state := map[CommitState]string{StatePending: "running", StateSuccess: "success", StateFailure: "failed", StateError: "canceled", StateHeld: "pending"}[n.state]
 		d.url = t.Address + "/projects/" + url.PathEscape(repo) + "/statuses/" + n.revision
 		d.headers["PRIVATE-TOKEN"] = t.token
 		body = gitlabStatus{State: state, Name: ctx, Description: desc, TargetURL: link}
@@ -190,7 +196,11 @@ func (t *Target) statusDelivery(n statusNotice, cluster string) (delivery, error
 		} else {
 			d.headers["Authorization"] = "token " + t.token
 		}
-		body = StatusBody{State: string(n.state), Context: ctx, Description: desc, TargetURL: link}
+		state := n.state
+		if state == StateHeld {
+			state = StatePending
+		}
+		body = StatusBody{State: string(state), Context: ctx, Description: desc, TargetURL: link}
 	}
 	b, err := json.Marshal(body)
 	if err != nil {

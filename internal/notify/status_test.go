@@ -252,3 +252,38 @@ func TestACommitStatusTokenNeverFollowsARedirect(t *testing.T) {
 		})
 	}
 }
+
+// TestTheWaitingCommitOfAHeldSyncSaysHeldOnce: the tip of a held Sync's
+// branch is pending with the hold as its description, once however often
+// the agent reports it, then gets its outcome when released.
+func TestTheWaitingCommitOfAHeldSyncSaysHeldOnce(t *testing.T) {
+	e := newEndpoint(t)
+	_, d := start(t, statusTarget(t, TypeGitLabStatus, e.URL+"/api/v4"), Options{})
+	s := syncAt("https://127.0.0.1/org/fleet")
+	const held = "held at 9b1d3e7 by jane: payment errors; 1 commit pending (tip 3f2a9c1)"
+	for range 3 {
+		d.Held(s, sha, held)
+	}
+	d.Syncing(s, sha) // released: the tip is synced
+	d.Synced(s, sha, "", "applied 3f2a9c1: 1 configured", false)
+	var got []request
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if got = e.got(); len(got) > 0 && strings.Contains(string(got[len(got)-1].body), `"state":"success"`) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var states []string
+	for _, r := range got {
+		var b struct{ State, Description string }
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		states = append(states, b.State+": "+b.Description)
+	}
+	want := []string{"pending: " + held, "success: Ready: applied 3f2a9c1: 1 configured"}
+	if diff := cmp.Diff(want, states); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -522,6 +523,13 @@ func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, 
 // they have through r.repo, which the fetch replaces once it is done
 // (git only adds objects, so what they read stays valid).
 func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request, done func() bool) error {
+	return m.fetchDeep(ctx, r, req, done, false)
+}
+
+// fetchDeep is fetch; unshallow deepens the mirror to the whole history
+// of what it fetches (git fetch --unshallow): without it, a fetch of a
+// history stops at the commits the mirror holds without their parents.
+func (m *Mirror) fetchDeep(ctx context.Context, r *mirrored, req Request, done func() bool, unshallow bool) error {
 	auth, err := req.Credentials.authMethod(req.URL)
 	if err != nil {
 		return err
@@ -559,7 +567,10 @@ func (m *Mirror) fetch(ctx context.Context, r *mirrored, req Request, done func(
 		spec = config.RefSpec("+refs/heads/" + req.Ref.branch() + ":refs/remotes/origin/" + req.Ref.branch())
 	}
 	opts := &git.FetchOptions{RemoteName: "origin", RemoteURL: req.URL, RefSpecs: []config.RefSpec{spec}, Auth: auth, Tags: git.NoTags, Force: true}
-	if req.Ref.Commit == "" {
+	switch {
+	case unshallow:
+		opts.Depth = math.MaxInt32
+	case req.Ref.Commit == "":
 		opts.Depth = 1
 	}
 	m.fetches.Add(1)
