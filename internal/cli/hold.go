@@ -143,7 +143,7 @@ func holdRevision(s *v1alpha1.Sync, rev string, previous bool) (string, error) {
 			"name the commit with --revision", orDash(source.Short(current)), s.Namespace, s.Name, v1alpha1.MaxHistory)
 	case rev == "":
 		if current == "" {
-			return "", fmt.Errorf("Sync %s/%s has applied no revision yet: name the commit to hold at with --revision", s.Namespace, s.Name)
+			return "", fmt.Errorf("the Sync %s/%s has applied no revision yet: name the commit to hold at with --revision", s.Namespace, s.Name)
 		}
 		return current, nil
 	}
@@ -305,7 +305,7 @@ func applyHold(ctx context.Context, c client.Client, key client.ObjectKey, h *v1
 		}
 	}
 	u := v1alpha1.HoldApply(key.Namespace, key.Name, h, requested)
-	if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(v1alpha1.HoldFieldManager), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.HoldFieldManager), client.ForceOwnership); err != nil {
 		return err
 	}
 	if _, still := u.GetAnnotations()[v1alpha1.HoldAnnotation]; h != nil || !still {

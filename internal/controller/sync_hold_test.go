@@ -42,7 +42,7 @@ func (h *harness) release(name string) {
 // release` do: v1alpha1.HoldApply by server-side apply as the hold's
 // field manager.
 func applyHold(key client.ObjectKey, hold *v1alpha1.Hold) error {
-	return c.Patch(context.Background(), v1alpha1.HoldApply(key.Namespace, key.Name, hold, time.Now()), client.Apply,
+	return c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(v1alpha1.HoldApply(key.Namespace, key.Name, hold, time.Now())),
 		client.FieldOwner(v1alpha1.HoldFieldManager), client.ForceOwnership)
 }
 
@@ -227,7 +227,7 @@ func TestAParentSyncKeepsTheHoldOfTheSyncItApplies(t *testing.T) {
 	}
 	owned := false
 	for _, f := range child.ManagedFields {
-		if f.Manager == v1alpha1.HoldFieldManager && strings.Contains(string(f.FieldsV1.Raw), v1alpha1.HoldAnnotation) {
+		if f.Manager == v1alpha1.HoldFieldManager && strings.Contains(f.FieldsV1.GetRawString(), v1alpha1.HoldAnnotation) {
 			owned = true
 		}
 	}
