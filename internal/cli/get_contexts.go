@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/syncview"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -135,7 +136,7 @@ func runGetSyncsAllContexts(ctx context.Context, o *getOptions, v view[syncList]
 		}
 		rows := make([]syncRow, 0, len(r.syncs))
 		for i := range r.syncs {
-			row := newSyncRow(&r.syncs[i], now)
+			row := syncview.NewRow(&r.syncs[i], now)
 			row.Context = r.name
 			rows = append(rows, row)
 		}
