@@ -149,12 +149,14 @@ func TestDashboardInABrowserFollowsDriftLiveAndActsAsTheViewer(t *testing.T) {
 
 	// A mark on the page: a reload would drop it.
 	do(t, ctx, "mark the page", chromedp.Evaluate[chromedp.Void]("window.notReloaded = true"))
+	edited := time.Now()
 	f.handEdit(t, "edited-by-hand")
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
 		`document.getElementById("live").innerText.includes("hello → edited-by-hand") && window.notReloaded === true`,
 		chromedp.WithPollingTimeout(time.Minute))); err != nil {
 		t.Fatalf("the hand edit did not appear as a drift incident on the open page: %v\n%s", err, text(t, ctx))
 	}
+	t.Logf("the hand edit appeared on the open page %s after it was made", time.Since(edited).Round(time.Millisecond))
 
 	do(t, ctx, "open an object", chromedp.Click(chromedp.CSS(`section[aria-labelledby="h-objects"] a[href*="/object?"]`)), chromedp.WaitVisible(chromedp.CSS("#h-managers")))
 	checkAccessible(t, ctx, "object")

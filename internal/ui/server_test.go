@@ -3,6 +3,7 @@ package ui_test
 import (
 	"context"
 	"encoding/base64"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -119,7 +120,8 @@ func TestDashboardPagesShowTheSyncItsObjectsAndDriftButNoSecretValue(t *testing.
 
 // TestDashboardActionsAreConfirmedFromItsOwnPagesAndMadeAsTheViewer posts
 // the suspend form as another site would, unconfirmed, as a viewer RBAC
-// refuses, and as the admin: only the last suspends the Sync.
+// refuses, and as the admin: only the last suspends the Sync. Then hand
+// edits stay, and the object pages show what the next sync would change.
 func TestDashboardActionsAreConfirmedFromItsOwnPagesAndMadeAsTheViewer(t *testing.T) {
 	f := newFixture(t)
 	addr := dashboard(t, kubeconfig(t))
@@ -166,6 +168,39 @@ func TestDashboardActionsAreConfirmedFromItsOwnPagesAndMadeAsTheViewer(t *testin
 	}
 	if code, body := post("admin", addr, confirmed); code != http.StatusOK || !suspended() {
 		t.Errorf("the admin's confirmed POST: %d, suspended = %v, want 200 and suspended:\n%s", code, suspended(), body)
+	}
+
+	// Suspended, the Sync leaves hand edits alone: the object pages show
+	// what the next sync would change, Secret values masked.
+	f.handEdit(t, "hola")
+	var secret corev1.Secret
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "web-key"}, &secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data["key"] = []byte(handTypedSecret)
+	if err := c.Update(context.Background(), &secret, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	object := func(kind, name string) string {
+		t.Helper()
+		q := url.Values{"kind": {kind}, "version": {"v1"}, "namespace": {f.ns}, "name": {name}}
+		resp, body := get(t, addr, "/c/admin/syncs/"+f.ns+"/web/object?"+q.Encode())
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the %s page: %s\n%s", kind, resp.Status, body)
+		}
+		return html.UnescapeString(body)
+	}
+	if page := object("ConfigMap", "web-config"); !strings.Contains(page, "-  greeting: hola") || !strings.Contains(page, "+  greeting: hello") {
+		t.Errorf("the ConfigMap's page does not show the hand edit the next sync would put back:\n%s", page)
+	}
+	page := object("Secret", "web-key")
+	if !strings.Contains(page, "***") {
+		t.Errorf("the Secret's page does not show its masked change:\n%s", page)
+	}
+	for _, v := range []string{secretValue, handTypedSecret, base64.StdEncoding.EncodeToString([]byte(secretValue)), base64.StdEncoding.EncodeToString([]byte(handTypedSecret))} {
+		if strings.Contains(page, v) {
+			t.Errorf("the Secret's page shows a Secret value (%q)", v)
+		}
 	}
 
 	// A page asked for by another name (DNS rebinding) is refused.
