@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -127,8 +130,8 @@ func checkNoOverflow(t *testing.T, ctx context.Context, page string) {
 
 // TestDashboardInABrowserFollowsDriftLiveAndActsAsTheViewer drives
 // Chromium through `driftless ui`: the fleet lists the Sync; one click
-// opens it; a hand edit the agent reverts appears on the open page without
-// a reload; the suspend button, confirmed, suspends it; the viewer whose
+// opens it; a hand edit the agent reverts, and then a new Event, appear on
+// the open page without a reload; the suspend button, confirmed, suspends it; the viewer whose
 // RBAC forbids writes sees the API server's refusal. Every page passes
 // axe-core with no serious or critical violation.
 func TestDashboardInABrowserFollowsDriftLiveAndActsAsTheViewer(t *testing.T) {
@@ -157,6 +160,19 @@ func TestDashboardInABrowserFollowsDriftLiveAndActsAsTheViewer(t *testing.T) {
 		t.Fatalf("the hand edit did not appear as a drift incident on the open page: %v\n%s", err, text(t, ctx))
 	}
 	t.Logf("the hand edit appeared on the open page %s after it was made", time.Since(edited).Round(time.Millisecond))
+
+	// An Event alone (no change of the Sync) shows up too: Events are watched.
+	ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web.noted"}, EventTime: metav1.NowMicro(),
+		ReportingController: "driftless.dev/ui-test", ReportingInstance: "ui-test", Action: "Note", Reason: "Noted", Type: corev1.EventTypeNormal,
+		Note: "an Event alone updates the open page", Regarding: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.SyncKind, Namespace: f.ns, Name: "web"}}
+	if err := c.Create(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](
+		`document.getElementById("live").innerText.includes("an Event alone updates the open page") && window.notReloaded === true`,
+		chromedp.WithPollingTimeout(time.Minute))); err != nil {
+		t.Fatalf("the new Event did not appear on the open page: %v\n%s", err, text(t, ctx))
+	}
 
 	do(t, ctx, "open an object", chromedp.Click(chromedp.CSS(`section[aria-labelledby="h-objects"] a[href*="/object?"]`)), chromedp.WaitVisible(chromedp.CSS("#h-managers")))
 	checkAccessible(t, ctx, "object")

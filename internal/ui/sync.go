@@ -148,7 +148,7 @@ func (s *Server) status(ctx context.Context, c *clusterState, sy *v1alpha1.Sync,
 		d.History = append(d.History, historyRow{SyncRecord: h, Short: source.Short(h.Revision), CommitURL: commitLink(d.GitURL, h.Revision)})
 	}
 	var events eventsv1.EventList
-	if err := c.client.List(ctx, &events, client.InNamespace(sy.Namespace)); err != nil {
+	if err := c.eventReader().List(ctx, &events, client.InNamespace(sy.Namespace)); err != nil {
 		d.EventError = fmt.Sprintf("list Events in namespace %s: %v", sy.Namespace, err)
 		return
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -24,11 +26,18 @@ type clusterState struct {
 	cache  cache.Cache
 	hub    *hub
 
+	// newEventsCache makes the cache of the Events of Syncs.
+	newEventsCache func() (cache.Cache, error)
+
 	mu sync.RWMutex
 	// listed is closed once the first list answered or failed.
 	listed chan struct{}
 	// err is why the cluster's Syncs could not be listed.
 	err error
+	// events holds the Events of Syncs once watched; nil while they are
+	// not (the viewer may not list them cluster-wide), when each render
+	// lists them.
+	events cache.Cache
 }
 
 func newClusterState(c Cluster, h *hub) (*clusterState, error) {
@@ -48,7 +57,13 @@ func newClusterState(c Cluster, h *hub) (*clusterState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("context %s: %w", c.Name, err)
 	}
-	return &clusterState{name: c.Name, client: cl, host: c.Config.Host, cache: ca, hub: h, listed: make(chan struct{})}, nil
+	newEventsCache := func() (cache.Cache, error) {
+		return cache.New(c.Config, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+			&eventsv1.Event{}: {Field: syncEvents},
+		}})
+	}
+	return &clusterState{name: c.Name, client: cl, host: c.Config.Host, cache: ca, newEventsCache: newEventsCache, hub: h,
+		listed: make(chan struct{})}, nil
 }
 
 // run lists the cluster's Syncs once, within timeout, to learn whether
@@ -69,12 +84,7 @@ func (c *clusterState) run(ctx context.Context, timeout time.Duration) {
 		c.fail(err)
 		return
 	}
-	notify := func(any) { c.hub.notify() }
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    notify,
-		UpdateFunc: func(_, _ any) { c.hub.notify() },
-		DeleteFunc: notify,
-	}); err != nil {
+	if _, err := inf.AddEventHandler(c.notifier()); err != nil {
 		c.fail(err)
 		return
 	}
@@ -84,6 +94,62 @@ func (c *clusterState) run(ctx context.Context, timeout time.Duration) {
 		return
 	}
 	close(c.listed)
+	c.watchEvents(ctx, timeout)
+}
+
+// syncEvents selects the Events about Syncs.
+var syncEvents = fields.OneTermEqualSelector("regarding.kind", v1alpha1.SyncKind)
+
+// watchEvents watches the Events about Syncs (a second watch), telling
+// the hub of each, when the viewer may list them cluster-wide; else
+// pages list a Sync's Events as they render.
+func (c *clusterState) watchEvents(ctx context.Context, timeout time.Duration) {
+	probe, cancel := context.WithTimeout(ctx, timeout)
+	err := c.client.List(probe, &eventsv1.EventList{}, client.Limit(1), client.MatchingFieldsSelector{Selector: syncEvents})
+	cancel()
+	if err != nil {
+		return
+	}
+	ca, err := c.newEventsCache()
+	if err != nil {
+		return
+	}
+	inf, err := ca.GetInformer(ctx, &eventsv1.Event{})
+	if err != nil {
+		return
+	}
+	if _, err := inf.AddEventHandler(c.notifier()); err != nil {
+		return
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return
+	}
+	c.mu.Lock()
+	c.events = ca
+	c.mu.Unlock()
+	c.hub.notify()
+}
+
+// notifier tells the hub of every change an informer sees.
+func (c *clusterState) notifier() toolscache.ResourceEventHandler {
+	notify := func(any) { c.hub.notify() }
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, _ any) { c.hub.notify() },
+		DeleteFunc: notify,
+	}
+}
+
+// eventReader is where a Sync's Events are read: the watch's cache, or
+// the API server.
+func (c *clusterState) eventReader() client.Reader {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.events != nil {
+		return c.events
+	}
+	return c.client
 }
 
 func (c *clusterState) fail(err error) {
