@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/cli"
 	"github.com/driftless/driftless/internal/testenv"
 )
@@ -85,14 +86,7 @@ func newFixture(t *testing.T) fixture {
 		"apps/config.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: %s\ndata:\n  greeting: hello\n", ns),
 		"apps/secret.yaml": fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: web-key\n  namespace: %s\nstringData:\n  key: %s\n", ns, secretValue),
 	})
-	startAgent(t,
-		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
-		"--namespace", agentNS,
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
-		"--leader-elect=false",
-		"--cache-dir", t.TempDir(),
-	)
+	agenttest.Start(t, agenttest.Options(t, env.Config, agentNS))
 	s := &v1alpha1.Sync{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: v1alpha1.SyncSpec{
@@ -135,28 +129,6 @@ func (f fixture) handEdit(t *testing.T, greeting string) {
 	if err := c.Update(context.Background(), &cm, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// startAgent runs `driftless agent args...` in the test's process until
-// the test ends.
-func startAgent(t *testing.T, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	cmd := cli.NewRootCommand(io.Discard, io.Discard)
-	cmd.SetArgs(append([]string{"agent"}, args...))
-	go func() {
-		defer close(done)
-		_ = cmd.ExecuteContext(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			t.Error("the agent still runs a minute after its context was cancelled")
-		}
-	})
 }
 
 // kubeconfig writes a kubeconfig with two contexts of the test's
