@@ -298,7 +298,7 @@ func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
 	} else {
 		// Only metadata is read from u: never its data, so no Secret
 		// value can reach the page.
-		tree := syncview.ReadObject(r.Context(), c.client, o)
+		tree := syncview.ReadObject(r.Context(), c.client, sy, o)
 		d.Health, d.HealthMsg, d.Origin = tree.Health, tree.Message, tree.Origin
 		d.FileURL = fileLink(h.GitURL, sy.Status.LastAppliedRevision, tree.File, tree.Line)
 		for _, m := range u.GetManagedFields() {
