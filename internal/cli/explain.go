@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/driftless/driftless/internal/origin"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/source"
+	"github.com/driftless/driftless/internal/syncview"
 	"github.com/spf13/cobra"
 )
 
@@ -265,7 +264,7 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 		}
 	}
 	for _, e := range u.GetManagedFields() {
-		m := fieldManager{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource, Time: e.Time, Fields: fieldPaths(e.FieldsV1)}
+		m := fieldManager{Manager: e.Manager, Operation: string(e.Operation), Subresource: e.Subresource, Time: e.Time, Fields: syncview.FieldPaths(e.FieldsV1)}
 		r.FieldManagers = append(r.FieldManagers, m)
 		if e.Manager == apply.FieldManager && e.Subresource == "" && e.Time != nil {
 			r.LastApplied = e.Time
@@ -368,66 +367,4 @@ func inInventory(ctx context.Context, c client.Reader, s *v1alpha1.Sync, id plan
 		}
 	}
 	return false
-}
-
-// fieldPaths are the fields of a managedFields entry two levels deep,
-// such as "spec.replicas" or "metadata.labels", sorted.
-func fieldPaths(f *metav1.FieldsV1) []string {
-	if f == nil {
-		return []string{}
-	}
-	var tree map[string]any
-	if err := json.Unmarshal(f.GetRawBytes(), &tree); err != nil {
-		return []string{}
-	}
-	var paths []string
-	for k, sub := range tree {
-		top, ok := fieldName(k)
-		if !ok {
-			continue
-		}
-		children, _ := sub.(map[string]any)
-		var names []string
-		for k2 := range children {
-			if n, ok := fieldName(k2); ok {
-				names = append(names, n)
-			}
-		}
-		if len(names) == 0 {
-			paths = append(paths, top)
-			continue
-		}
-		for _, n := range names {
-			if strings.HasPrefix(n, "[") {
-				paths = append(paths, top+n)
-			} else {
-				paths = append(paths, top+"."+n)
-			}
-		}
-	}
-	sort.Strings(paths)
-	return compactPaths(paths)
-}
-
-// fieldName reads a key of a FieldsV1 set: "f:name" is name, list items
-// ("k:{…}", "v:…", "i:N") are "[…]"; "." (the node itself) is not a field.
-func fieldName(k string) (string, bool) {
-	switch {
-	case strings.HasPrefix(k, "f:"):
-		return k[2:], true
-	case strings.HasPrefix(k, "k:"), strings.HasPrefix(k, "v:"), strings.HasPrefix(k, "i:"):
-		return "[…]", true
-	}
-	return "", false
-}
-
-func compactPaths(paths []string) []string {
-	out := paths[:0]
-	for i, p := range paths {
-		if i > 0 && p == paths[i-1] {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }

@@ -19,11 +19,9 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source"
+	"github.com/driftless/driftless/internal/syncview"
 	"github.com/spf13/cobra"
 )
-
-// driftWindow is how far back the DRIFT column counts drift incidents.
-const driftWindow = 24 * time.Hour
 
 // getOptions are the flags of `driftless get syncs`.
 type getOptions struct {
@@ -116,30 +114,8 @@ document per change. With --all-contexts each Sync also has context, and
 	return cmd
 }
 
-// syncRow is one Sync as `get syncs` shows it; its JSON names are stable.
-type syncRow struct {
-	// Context is the kubeconfig context, with --all-contexts.
-	Context   string `json:"context,omitempty"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	// Revision is status.lastAppliedRevision, the full SHA.
-	Revision string `json:"revision"`
-	// Ready, Reason and Message are the Ready condition's; Ready is
-	// "Unknown" when the Sync has none yet.
-	Ready   string `json:"ready"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-	// LastSyncAt is when the newest recorded sync started.
-	LastSyncAt *metav1.Time `json:"lastSyncAt,omitempty"`
-	Objects    int          `json:"objects"`
-	// DriftLast24h counts drift incidents of the last 24 hours;
-	// DriftIncidents all that the Sync keeps.
-	DriftLast24h   int  `json:"driftLast24h"`
-	DriftIncidents int  `json:"driftIncidents"`
-	Suspended      bool `json:"suspended"`
-	// Hold is status.hold: the Sync is held at Revision (driftless hold).
-	Hold *v1alpha1.HoldStatus `json:"hold,omitempty"`
-}
+// syncRow is one Sync as `get syncs` shows it.
+type syncRow = syncview.Row
 
 // syncList is the data of `get syncs`.
 type syncList struct {
@@ -152,32 +128,6 @@ type syncList struct {
 	contexts      bool
 	now           time.Time
 	colour        painter
-}
-
-func newSyncRow(s *v1alpha1.Sync, now time.Time) syncRow {
-	r := syncRow{
-		Namespace:      s.Namespace,
-		Name:           s.Name,
-		Revision:       s.Status.LastAppliedRevision,
-		Ready:          "Unknown",
-		Objects:        objectCount(s),
-		DriftIncidents: len(s.Status.Drift),
-		Suspended:      s.Spec.Suspend,
-		Hold:           s.Status.Hold,
-	}
-	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady); c != nil {
-		r.Ready, r.Reason, r.Message = string(c.Status), c.Reason, c.Message
-	}
-	if len(s.Status.History) > 0 {
-		t := s.Status.History[0].StartedAt
-		r.LastSyncAt = &t
-	}
-	for _, d := range s.Status.Drift {
-		if now.Sub(d.Time.Time) < driftWindow {
-			r.DriftLast24h++
-		}
-	}
-	return r
 }
 
 func renderSyncTable(w io.Writer, l syncList) error {
@@ -215,7 +165,7 @@ func renderSyncTable(w io.Writer, l syncList) error {
 			suspended = l.colour.paint(colourNone, suspended)
 		}
 		cells = append(cells, r.Name, orDash(source.Short(r.Revision)),
-			r.readyCell(l.colour),
+			readyCell(r, l.colour),
 			age(l.now, last), fmt.Sprint(r.Objects), fmt.Sprint(r.DriftLast24h), suspended)
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -295,7 +245,7 @@ func (p *syncPrinter) print(items []v1alpha1.Sync) error {
 	now := time.Now()
 	l := syncList{Syncs: make([]syncRow, 0, len(items)), allNamespaces: p.allNamespaces, now: now, colour: p.colour}
 	for i := range items {
-		l.Syncs = append(l.Syncs, newSyncRow(&items[i], now))
+		l.Syncs = append(l.Syncs, syncview.NewRow(&items[i], now))
 	}
 	sort.Slice(l.Syncs, func(i, j int) bool {
 		a, b := l.Syncs[i], l.Syncs[j]
@@ -421,18 +371,9 @@ func showSyncs(syncs map[client.ObjectKey]v1alpha1.Sync, show func([]v1alpha1.Sy
 	return show(items)
 }
 
-// objectCount is how many objects s's inventory lists, as its status
-// counts them (or lists them, as agents before the Inventory kind did).
-func objectCount(s *v1alpha1.Sync) int {
-	if s.Status.InventoryRef != nil && len(s.Status.Inventory) == 0 {
-		return s.Status.InventoryRef.Entries
-	}
-	return len(s.Status.Inventory)
-}
-
 // readyCell is the READY cell of r: the Ready status (and the reason when
 // it is not True), or for a held Sync "Held" and the commits pending.
-func (r syncRow) readyCell(colour painter) string {
+func readyCell(r syncRow, colour painter) string {
 	if r.Hold != nil && r.Ready == "True" && r.Reason == v1alpha1.ReasonHeld {
 		return colour.paint(colourYellow, fmt.Sprintf("Held (%d pending)", r.Hold.Pending))
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/syncview"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -40,8 +41,28 @@ type contextSyncs struct {
 // once, each within timeout. A context that fails is returned as a
 // contextError; the others are listed all the same.
 func listAllContexts(ctx context.Context, o *getOptions) ([]contextSyncs, error) {
+	names, err := contextNames(o.cluster.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]contextSyncs, len(names))
+	g := errgroup.Group{}
+	g.SetLimit(8)
+	for i, name := range names {
+		g.Go(func() error {
+			out[i] = listContext(ctx, clusterFlags{kubeconfig: o.cluster.kubeconfig, context: name}, o, name)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return out, nil
+}
+
+// contextNames are the names of every context of the kubeconfig, sorted,
+// for --all-contexts.
+func contextNames(kubeconfig string) ([]string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.cluster.kubeconfig
+	rules.ExplicitPath = kubeconfig
 	raw, err := rules.Load()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w; pass --kubeconfig with a readable kubeconfig file", err)
@@ -54,17 +75,7 @@ func listAllContexts(ctx context.Context, o *getOptions) ([]contextSyncs, error)
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	out := make([]contextSyncs, len(names))
-	g := errgroup.Group{}
-	g.SetLimit(8)
-	for i, name := range names {
-		g.Go(func() error {
-			out[i] = listContext(ctx, clusterFlags{kubeconfig: o.cluster.kubeconfig, context: name}, o, name)
-			return nil
-		})
-	}
-	_ = g.Wait()
-	return out, nil
+	return names, nil
 }
 
 // listContext lists the Syncs of one context: of its namespace, of -n,
@@ -135,7 +146,7 @@ func runGetSyncsAllContexts(ctx context.Context, o *getOptions, v view[syncList]
 		}
 		rows := make([]syncRow, 0, len(r.syncs))
 		for i := range r.syncs {
-			row := newSyncRow(&r.syncs[i], now)
+			row := syncview.NewRow(&r.syncs[i], now)
 			row.Context = r.name
 			rows = append(rows, row)
 		}

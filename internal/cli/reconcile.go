@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,12 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source"
+	"github.com/driftless/driftless/internal/syncview"
 	"github.com/spf13/cobra"
 )
 
@@ -142,14 +141,8 @@ func runReconcile(ctx context.Context, o *reconcileOptions, arg string, out, err
 		before = &s.Status.History[0]
 	}
 	now := time.Now()
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		v1alpha1.RequestedAtAnnotation: v1alpha1.FormatRequestedAt(now),
-	}}})
-	if err != nil {
+	if err := syncview.RequestSync(ctx, c, s, now); err != nil {
 		return err
-	}
-	if err := c.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("request a sync of %s: %w", key, err)
 	}
 	r := reconcileReport{Sync: key.String(), RequestedAt: now.UTC(), colour: painter(isTerminal(out))}
 	if !o.wait {
@@ -289,13 +282,10 @@ func runSuspend(ctx context.Context, o *suspendOptions, arg string, suspend bool
 		return err
 	}
 	key := client.ObjectKeyFromObject(s)
-	r := suspendReport{Sync: key.String(), Suspended: suspend, Changed: s.Spec.Suspend != suspend}
-	if r.Changed {
-		patch := client.MergeFrom(s.DeepCopy())
-		s.Spec.Suspend = suspend
-		if err := c.Patch(ctx, s, patch); err != nil {
-			return fmt.Errorf("set spec.suspend of Sync %s to %v: %w", key, suspend, err)
-		}
+	changed, err := syncview.SetSuspend(ctx, c, s, suspend)
+	if err != nil {
+		return err
 	}
+	r := suspendReport{Sync: key.String(), Suspended: suspend, Changed: changed}
 	return v.Render(out, r)
 }

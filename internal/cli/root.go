@@ -30,6 +30,7 @@ Run "driftless <command> --help" for the flags of each command.`,
 		newHoldCommand(), newReleaseCommand())
 	root.AddCommand(newExplainCommand(), newEventsCommand(), newTreeCommand(), newImageCommand(), newSecretCommand())
 	root.AddCommand(newInstallCommand(), newIdentityCommand(), newCheckCommand(), newUninstallCommand())
+	root.AddCommand(newUICommand())
 	return root
 }
 

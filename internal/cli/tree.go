@@ -2,33 +2,16 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"text/tabwriter"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/apply"
-	"github.com/driftless/driftless/internal/health"
-	"github.com/driftless/driftless/internal/inventory"
-	"github.com/driftless/driftless/internal/origin"
 	"github.com/driftless/driftless/internal/source"
+	"github.com/driftless/driftless/internal/syncview"
 	"github.com/spf13/cobra"
 )
-
-// healthMissing is the health of an inventory object that is not in the
-// cluster.
-const healthMissing = "Missing"
 
 // treeOptions are the flags of `driftless tree`.
 type treeOptions struct {
@@ -67,41 +50,13 @@ on (spec.dependsOn) come first, with their Ready status.
 	return cmd
 }
 
-// treeObject is one object of the inventory; its JSON names are stable.
-type treeObject struct {
-	Namespace string `json:"namespace,omitempty"`
-	Group     string `json:"group,omitempty"`
-	Kind      string `json:"kind"`
-	Name      string `json:"name"`
-	Version   string `json:"version"`
-	// Health is kstatus's status (or that of the Sync's health check
-	// for its kind, whose message names the expression), or Missing.
-	Health  string `json:"health"`
-	Message string `json:"message,omitempty"`
-	// Origin is the file (and document) in git.
-	Origin string `json:"origin,omitempty"`
-}
-
-// treeDependency is one Sync of spec.dependsOn.
-type treeDependency struct {
-	Sync   string `json:"sync"`
-	Ready  string `json:"ready"`
-	Reason string `json:"reason,omitempty"`
-	Found  bool   `json:"found"`
-}
+// treeObject is one object of the inventory.
+type treeObject = syncview.Object
 
 // treeReport is the data of `driftless tree`.
 type treeReport struct {
-	Sync      string           `json:"sync"`
-	Ready     string           `json:"ready"`
-	Reason    string           `json:"reason,omitempty"`
-	Revision  string           `json:"revision,omitempty"`
-	DependsOn []treeDependency `json:"dependsOn,omitempty"`
-	Objects   []treeObject     `json:"objects"`
-	// Unreadable says, for each inventory entry that is not an object ID,
-	// what it is and what form it lacks.
-	Unreadable []string `json:"unreadable,omitempty"`
-	colour     painter
+	syncview.Tree
+	colour painter
 }
 
 func healthColour(h string) string {
@@ -175,115 +130,9 @@ func runTree(ctx context.Context, o *treeOptions, arg string, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	key := client.ObjectKeyFromObject(s)
-	r := treeReport{Sync: key.String(), Revision: s.Status.LastAppliedRevision, Objects: []treeObject{}, colour: painter(isTerminal(out))}
-	r.Ready, r.Reason = readyOf(s)
-	for _, d := range s.Spec.DependsOn {
-		dk := client.ObjectKey{Namespace: d.Namespace, Name: d.Name}
-		if dk.Namespace == "" {
-			dk.Namespace = s.Namespace
-		}
-		dep := treeDependency{Sync: dk.String(), Ready: "Unknown"}
-		var ds v1alpha1.Sync
-		if err := c.Get(ctx, dk, &ds); err == nil {
-			dep.Found = true
-			dep.Ready, dep.Reason = readyOf(&ds)
-		} else if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("read Sync %s, which %s depends on: %w", dk, key, err)
-		}
-		r.DependsOn = append(r.DependsOn, dep)
-	}
-	entries, unreadable, err := inventory.Read(ctx, c, s)
+	tree, err := syncview.ReadTree(ctx, c, s)
 	if err != nil {
 		return err
 	}
-	r.Unreadable = errorLines(unreadable)
-	for _, e := range entries {
-		id := e.ID
-		r.Objects = append(r.Objects, treeObject{Namespace: id.Namespace, Group: id.Group, Kind: id.Kind, Name: id.Name, Version: e.Version})
-	}
-	// The Sync's own health checks decide the kinds they name, as in its
-	// waits; a spec that does not compile (the Sync is InvalidSpec) has
-	// none.
-	checks, _ := health.Compile(s.Spec.HealthChecks)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
-	for i := range r.Objects {
-		g.Go(func() error {
-			liveHealth(gctx, c, checks, &r.Objects[i])
-			return nil
-		})
-	}
-	_ = g.Wait()
-	sort.SliceStable(r.Objects, func(i, j int) bool {
-		a, b := r.Objects[i], r.Objects[j]
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		return a.Name < b.Name
-	})
-	return v.Render(out, r)
-}
-
-// liveHealth reads o from the cluster and sets its health (by checks for
-// the kinds they name) and origin.
-func liveHealth(ctx context.Context, c client.Reader, checks *health.Checks, o *treeObject) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: o.Group, Version: o.Version, Kind: o.Kind})
-	err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u)
-	switch {
-	case apierrors.IsNotFound(err):
-		o.Health, o.Message = healthMissing, "not in the cluster"
-		return
-	case meta.IsNoMatchError(err):
-		o.Health, o.Message = healthMissing, "the cluster no longer serves its kind"
-		return
-	case apierrors.IsForbidden(err):
-		o.Health, o.Message = string(status.UnknownStatus), "you may not read it"
-		return
-	case err != nil:
-		o.Health, o.Message = string(status.UnknownStatus), err.Error()
-		return
-	}
-	st, msg := apply.HealthWith(ctx, checks, u)
-	o.Health, o.Message = string(st), msg
-	if a, ok := u.GetAnnotations()[v1alpha1.OriginAnnotation]; ok {
-		if from, _, err := origin.Parse(a); err == nil {
-			o.Origin = from.String()
-		}
-	}
-}
-
-// readyOf is the Ready status and reason of s; "Unknown" when it has none.
-func readyOf(s *v1alpha1.Sync) (string, string) {
-	c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
-	if c == nil {
-		return "Unknown", ""
-	}
-	return string(c.Status), c.Reason
-}
-
-// errorLines are the messages of the errors err joins (under its one
-// wrapping message, as inventory.FromStatus returns them); err's own
-// message when it joins none; none for nil.
-func errorLines(err error) []string {
-	if err == nil {
-		return nil
-	}
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			var lines []string
-			for _, one := range j.Unwrap() {
-				lines = append(lines, one.Error())
-			}
-			return lines
-		}
-	}
-	return []string{err.Error()}
+	return v.Render(out, treeReport{Tree: tree, colour: painter(isTerminal(out))})
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/syncview"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -45,7 +46,7 @@ func TestTreeShowsTheDependenciesThenEachObjectWithItsHealthAndFile(t *testing.T
 	if err := json.Unmarshal([]byte(js.out), &doc); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, js.out)
 	}
-	if want := []treeDependency{{Sync: base.String(), Ready: "True", Reason: v1alpha1.ReasonSucceeded, Found: true}}; !cmp.Equal(want, doc.DependsOn) {
+	if want := []syncview.Dependency{{Sync: base.String(), Ready: "True", Reason: v1alpha1.ReasonSucceeded, Found: true}}; !cmp.Equal(want, doc.DependsOn) {
 		t.Errorf("dependsOn (-want +got):\n%s", cmp.Diff(want, doc.DependsOn))
 	}
 	type shown struct{ Kind, Name, Health, Origin string }

@@ -1,4 +1,4 @@
-package cli
+package syncview
 
 import (
 	"testing"
@@ -19,9 +19,9 @@ func TestFieldPathsAreTwoLevelsDeepAndReadable(t *testing.T) {
 		{"a top-level field alone", `{"f:data":{}}`, []string{"data"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := fieldPaths(metav1.NewFieldsV1(tc.fields))
+			got := FieldPaths(metav1.NewFieldsV1(tc.fields))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("fieldPaths (-want +got):\n%s", diff)
+				t.Errorf("FieldPaths (-want +got):\n%s", diff)
 			}
 		})
 	}

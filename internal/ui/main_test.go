@@ -1,0 +1,263 @@
+package ui_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/agent/agenttest"
+	"github.com/driftless/driftless/internal/cli"
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+var (
+	env *testenv.Env
+	// c reads and writes as the cluster's admin.
+	c client.Client
+)
+
+func TestMain(m *testing.M) { testenv.MainWith(m, &env, setup) }
+
+func setup(e *testenv.Env) error {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	var err error
+	c, err = client.New(e.Config, client.Options{Scheme: scheme})
+	return err
+}
+
+// secretValue is the value of the Secret the fixture's git holds; no page
+// may show it.
+const secretValue = "ui-secret-value-4e1f9c"
+
+// fixture is a tenant's Sync, synced by a real agent from a real git
+// server: a ConfigMap and a Secret in the tenant's namespace.
+type fixture struct {
+	ns   string
+	key  client.ObjectKey
+	repo *testenv.Repo
+}
+
+// newFixture starts an agent as production runs it (tenancy on: the Sync
+// acts as the tenant's ServiceAccount, which may do anything in its
+// namespace only), creates the Sync web and waits until it is Ready.
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	ctx := context.Background()
+	agentNS := env.Namespace(t)
+	ns := env.Namespace(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa.Name}}}
+	for _, obj := range []client.Object{sa, role, binding} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	repo.Commit(t, "web: the greeting and its key", map[string]string{
+		"apps/config.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: %s\ndata:\n  greeting: hello\n", ns),
+		"apps/secret.yaml": fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: web-key\n  namespace: %s\nstringData:\n  key: %s\n", ns, secretValue),
+	})
+	agenttest.Start(t, agenttest.Options(t, env.Config, agentNS))
+	s := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source:             v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.HTTPURL(), Branch: "main"}},
+			Paths:              []string{"apps"},
+			Interval:           metav1.Duration{Duration: time.Hour},
+			ServiceAccountName: sa.Name,
+		},
+	}
+	eventually(t, "the Sync is created (the agent installs its CRD as it starts)", func() string {
+		if err := c.Create(ctx, s); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	key := client.ObjectKeyFromObject(s)
+	eventually(t, "the Sync is Ready", func() string {
+		var got v1alpha1.Sync
+		if err := c.Get(ctx, key, &got); err != nil {
+			return err.Error()
+		}
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady) {
+			return fmt.Sprintf("conditions: %+v", got.Status.Conditions)
+		}
+		return ""
+	})
+	return fixture{ns: ns, key: key, repo: repo}
+}
+
+// handEdit changes the ConfigMap's greeting as `kubectl edit` would, as a
+// user of its own (the manager name kubectl uses), so that the agent puts
+// it back and records a drift incident.
+func (f fixture) handEdit(t *testing.T, greeting string) {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "web-config"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["greeting"] = greeting
+	if err := c.Update(context.Background(), &cm, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubeconfig writes a kubeconfig with two contexts of the test's
+// cluster: admin (system:masters) and viewer, a user who may read Syncs,
+// their Inventories, Events and the tenant's objects but write nothing.
+func kubeconfig(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	viewerRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "ui-viewer-" + strings.ToLower(regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(t.Name(), "-"))},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"syncs", "inventories"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events", "configmaps"}, Verbs: []string{"get", "list", "watch"}},
+		}}
+	viewerBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: viewerRole.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: viewerRole.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "viewer"}}}
+	for _, obj := range []client.Object{viewerRole, viewerBinding} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+	}
+	viewerPath, err := env.UserKubeconfig("viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := clientcmd.LoadFromFile(env.ControlPlane.KubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewer, err := clientcmd.LoadFromFile(viewerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	for name, k := range map[string]*clientcmdapi.Config{"admin": admin, "viewer": viewer} {
+		cur := k.Contexts[k.CurrentContext]
+		cfg.Clusters[name] = k.Clusters[cur.Cluster]
+		cfg.AuthInfos[name] = k.AuthInfos[cur.AuthInfo]
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	cfg.CurrentContext = "admin"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// dashboard runs `driftless ui --all-contexts` with kubeconfig on a free
+// loopback port until the test ends, and returns its address
+// (http://127.0.0.1:port).
+func dashboard(t *testing.T, kubeconfig string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	var errOut syncBuffer
+	cmd := cli.NewRootCommand(pw, &errOut)
+	cmd.SetArgs([]string{"ui", "--kubeconfig", kubeconfig, "--all-contexts", "--address", "127.0.0.1:0"})
+	go func() {
+		defer close(done)
+		defer pw.Close()
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			fmt.Fprintf(&errOut, "driftless ui: %v\n", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	lines := bufio.NewScanner(pr)
+	if !lines.Scan() {
+		t.Fatalf("driftless ui printed no address; stderr: %s", errOut.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(lines.Text())
+	if addr == "" {
+		t.Fatalf("driftless ui printed %q, no address", lines.Text())
+	}
+	return addr
+}
+
+// get fetches path of the dashboard at addr and returns the response and
+// its body.
+func get(t *testing.T, addr, path string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Get(addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// eventually polls check until it returns "", and fails the test with its
+// last answer after a minute.
+func eventually(t *testing.T, what string, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		last := check()
+		if last == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute; last check: %s", what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

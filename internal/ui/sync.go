@@ -1,0 +1,330 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/source"
+	"github.com/driftless/driftless/internal/syncview"
+)
+
+// eventsShown is how many of a Sync's newest Events its page lists.
+const eventsShown = 20
+
+// syncHeader is what the top of a Sync's page and every section of it
+// share.
+type syncHeader struct {
+	Title   string
+	Live    string
+	Cluster string
+	Key     client.ObjectKey
+	URL     string
+	Row     fleetRow
+	GitURL  string
+	Ref     string
+	// RevisionURL is the forge's page of the applied commit, when known.
+	RevisionURL string
+}
+
+// objectRow is one object of the Sync's tree.
+type objectRow struct {
+	syncview.Object
+	URL     string
+	FileURL string
+}
+
+// namespaceGroup is the objects of one namespace ("" for cluster-scoped).
+type namespaceGroup struct {
+	Namespace string
+	Objects   []objectRow
+}
+
+type dependencyRow struct {
+	syncview.Dependency
+	URL string
+}
+
+type driftRow struct {
+	v1alpha1.DriftIncident
+	ObjectURL string
+	FileURL   string
+}
+
+type historyRow struct {
+	v1alpha1.SyncRecord
+	Short     string
+	CommitURL string
+}
+
+type eventRow struct {
+	Time                time.Time
+	Type, Reason, Note  string
+	Count               int32
+	ReportingController string
+}
+
+// syncData is what a Sync's page shows.
+type syncData struct {
+	syncHeader
+	Groups     []namespaceGroup
+	DependsOn  []dependencyRow
+	Unreadable []string
+	TreeError  string
+	Drift      []driftRow
+	History    []historyRow
+	Events     []eventRow
+	EventError string
+	Now        time.Time
+}
+
+// header reads the Sync of the request from its cluster's watch; it
+// answers the request itself (404, or the cluster's error) and returns
+// false when there is none.
+func (s *Server) header(w http.ResponseWriter, r *http.Request) (*clusterState, *v1alpha1.Sync, syncHeader, bool) {
+	c := s.cluster(r.PathValue("cluster"))
+	if c == nil {
+		http.Error(w, fmt.Sprintf("no context %q: the dashboard shows %s", r.PathValue("cluster"), s.clusterNames()), http.StatusNotFound)
+		return nil, nil, syncHeader{}, false
+	}
+	key := client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
+	sy, err := c.sync(r.Context(), key)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("context %s: %v", c.name, err), http.StatusBadGateway)
+		return nil, nil, syncHeader{}, false
+	}
+	if sy == nil {
+		http.Error(w, fmt.Sprintf("context %s has no Sync %s (or you may not read it)", c.name, key), http.StatusNotFound)
+		return nil, nil, syncHeader{}, false
+	}
+	return c, sy, s.headerOf(c, sy), true
+}
+
+func (s *Server) headerOf(c *clusterState, sy *v1alpha1.Sync) syncHeader {
+	key := client.ObjectKeyFromObject(sy)
+	u := syncURL(c.name, key.Namespace, key.Name)
+	h := syncHeader{Title: "Sync " + key.String() + " · " + c.name, Live: u + "/live", Cluster: c.name, Key: key, URL: u,
+		Row: newFleetRow(c.name, sy, s.opts.Now()), GitURL: sy.Spec.Source.Git.URL}
+	switch g := sy.Spec.Source.Git; {
+	case g.Commit != "":
+		h.Ref = "commit " + g.Commit
+	case g.Tag != "":
+		h.Ref = "tag " + g.Tag
+	default:
+		h.Ref = "branch " + g.Branch
+	}
+	h.RevisionURL = commitLink(h.GitURL, sy.Status.LastAppliedRevision)
+	return h
+}
+
+func (s *Server) clusterNames() []string {
+	names := make([]string, 0, len(s.clusters))
+	for _, c := range s.clusters {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// status fills the parts of d that follow the Sync's status and Events:
+// the live region.
+func (s *Server) status(ctx context.Context, c *clusterState, sy *v1alpha1.Sync, d *syncData) {
+	d.Now = s.opts.Now()
+	d.Drift, d.History, d.Events = nil, nil, nil
+	for _, in := range sy.Status.Drift {
+		row := driftRow{DriftIncident: in, FileURL: fileLink(d.GitURL, sy.Status.LastAppliedRevision, in.Origin, 0)}
+		d.Drift = append(d.Drift, row)
+	}
+	for _, h := range sy.Status.History {
+		d.History = append(d.History, historyRow{SyncRecord: h, Short: source.Short(h.Revision), CommitURL: commitLink(d.GitURL, h.Revision)})
+	}
+	var events eventsv1.EventList
+	if err := c.eventReader().List(ctx, &events, client.InNamespace(sy.Namespace)); err != nil {
+		d.EventError = fmt.Sprintf("list Events in namespace %s: %v", sy.Namespace, err)
+		return
+	}
+	for _, e := range events.Items {
+		ref := e.Regarding
+		if ref.Kind != v1alpha1.SyncKind || ref.Name != sy.Name || ref.Namespace != sy.Namespace {
+			continue
+		}
+		t := e.EventTime.Time
+		if e.Series != nil {
+			t = e.Series.LastObservedTime.Time
+		} else if t.IsZero() {
+			t = e.DeprecatedLastTimestamp.Time
+		}
+		row := eventRow{Time: t, Type: e.Type, Reason: e.Reason, Note: e.Note, ReportingController: e.ReportingController, Count: 1}
+		if e.Series != nil {
+			row.Count = e.Series.Count
+		} else if e.DeprecatedCount > 0 {
+			row.Count = e.DeprecatedCount
+		}
+		d.Events = append(d.Events, row)
+	}
+	sort.SliceStable(d.Events, func(i, j int) bool { return d.Events[i].Time.After(d.Events[j].Time) })
+	if len(d.Events) > eventsShown {
+		d.Events = d.Events[:eventsShown]
+	}
+}
+
+func (s *Server) syncPage(w http.ResponseWriter, r *http.Request) {
+	c, sy, h, ok := s.header(w, r)
+	if !ok {
+		return
+	}
+	d := syncData{syncHeader: h}
+	tree, err := syncview.ReadTree(r.Context(), c.client, sy)
+	if err != nil {
+		d.TreeError = err.Error()
+	}
+	d.Unreadable = tree.Unreadable
+	for _, dep := range tree.DependsOn {
+		dk, _ := splitKey(dep.Sync)
+		d.DependsOn = append(d.DependsOn, dependencyRow{Dependency: dep, URL: syncURL(c.name, dk.Namespace, dk.Name)})
+	}
+	for _, o := range tree.Objects {
+		if len(d.Groups) == 0 || d.Groups[len(d.Groups)-1].Namespace != o.Namespace {
+			d.Groups = append(d.Groups, namespaceGroup{Namespace: o.Namespace})
+		}
+		g := &d.Groups[len(d.Groups)-1]
+		g.Objects = append(g.Objects, objectRow{Object: o, URL: objectURL(h.URL, o),
+			FileURL: fileLink(h.GitURL, sy.Status.LastAppliedRevision, o.File, o.Line)})
+	}
+	s.status(r.Context(), c, sy, &d)
+	for i := range d.Drift {
+		d.Drift[i].ObjectURL = driftObjectURL(h.URL, d.Drift[i].Object, tree.Objects)
+	}
+	s.render(w, "sync", http.StatusOK, d)
+}
+
+func (s *Server) syncLive(w http.ResponseWriter, r *http.Request) {
+	c, _, _, ok := s.header(w, r)
+	if !ok {
+		return
+	}
+	key := client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
+	s.stream(w, r, func(ctx context.Context) (string, error) {
+		sy, err := c.sync(ctx, key)
+		if err != nil {
+			return "", err
+		}
+		if sy == nil {
+			return "<p role=\"alert\">This Sync no longer exists.</p>", nil
+		}
+		d := syncData{syncHeader: s.headerOf(c, sy)}
+		s.status(ctx, c, sy, &d)
+		return s.fragment("sync", d)
+	})
+}
+
+// objectURL is the page of o under the Sync page syncPage.
+func objectURL(syncPage string, o syncview.Object) string {
+	q := url.Values{"group": {o.Group}, "version": {o.Version}, "kind": {o.Kind}, "namespace": {o.Namespace}, "name": {o.Name}}
+	return syncPage + "/object?" + q.Encode()
+}
+
+// driftObjectURL is the object page of a drift incident's object
+// (Kind/namespace/name), when the tree lists it.
+func driftObjectURL(syncPage, id string, objects []syncview.Object) string {
+	for _, o := range objects {
+		if (plan.ID{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}).String() == id {
+			return objectURL(syncPage, o)
+		}
+	}
+	return ""
+}
+
+func splitKey(s string) (client.ObjectKey, bool) {
+	for i := range len(s) {
+		if s[i] == '/' {
+			return client.ObjectKey{Namespace: s[:i], Name: s[i+1:]}, true
+		}
+	}
+	return client.ObjectKey{Name: s}, false
+}
+
+// managerRow is one entry of an object's managedFields.
+type managerRow struct {
+	Manager, Operation, Subresource string
+	Time                            string
+	Fields                          []string
+}
+
+// objectData is what an object's page shows.
+type objectData struct {
+	syncHeader
+	ID          string
+	Kind        string
+	Health      string
+	HealthMsg   string
+	Origin      string
+	FileURL     string
+	ReadError   string
+	Managers    []managerRow
+	Drift       []driftRow
+	Changes     []Change
+	PendingErr  string
+	PendingDone bool
+}
+
+func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
+	c, sy, h, ok := s.header(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	o := syncview.Object{Group: q.Get("group"), Version: q.Get("version"), Kind: q.Get("kind"), Namespace: q.Get("namespace"), Name: q.Get("name")}
+	if o.Kind == "" || o.Version == "" || o.Name == "" {
+		http.Error(w, "name the object with the query parameters kind, version and name (and group, namespace)", http.StatusBadRequest)
+		return
+	}
+	id := plan.ID{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+	d := objectData{syncHeader: h, ID: id.String(), Kind: o.Kind}
+	d.Title = id.String() + " · " + h.Title
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: o.Group, Version: o.Version, Kind: o.Kind})
+	if err := c.client.Get(r.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u); err != nil {
+		d.ReadError = err.Error()
+	} else {
+		// Only metadata is read from u: never its data, so no Secret
+		// value can reach the page.
+		tree := syncview.ReadObject(r.Context(), c.client, sy, o)
+		d.Health, d.HealthMsg, d.Origin = tree.Health, tree.Message, tree.Origin
+		d.FileURL = fileLink(h.GitURL, sy.Status.LastAppliedRevision, tree.File, tree.Line)
+		for _, m := range u.GetManagedFields() {
+			row := managerRow{Manager: m.Manager, Operation: string(m.Operation), Subresource: m.Subresource, Fields: syncview.FieldPaths(m.FieldsV1)}
+			if m.Time != nil {
+				row.Time = m.Time.UTC().Format(time.RFC3339)
+			}
+			d.Managers = append(d.Managers, row)
+		}
+	}
+	for _, in := range sy.Status.Drift {
+		if in.Object == d.ID {
+			d.Drift = append(d.Drift, driftRow{DriftIncident: in, FileURL: fileLink(h.GitURL, sy.Status.LastAppliedRevision, in.Origin, 0)})
+		}
+	}
+	if s.opts.Pending != nil {
+		changes, err := s.opts.Pending(r.Context(), c.name, h.Key)
+		d.PendingDone = err == nil
+		if err != nil {
+			d.PendingErr = err.Error()
+		}
+		for _, ch := range changes {
+			if ch.ID == d.ID {
+				d.Changes = append(d.Changes, ch)
+			}
+		}
+	}
+	s.render(w, "object", http.StatusOK, d)
+}

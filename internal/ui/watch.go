@@ -1,0 +1,218 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+)
+
+// clusterState is one cluster: a client as the viewer, and the Syncs a
+// watch keeps up to date.
+type clusterState struct {
+	name   string
+	client client.WithWatch
+	host   string
+	cache  cache.Cache
+	hub    *hub
+
+	// newEventsCache makes the cache of the Events of Syncs.
+	newEventsCache func() (cache.Cache, error)
+
+	mu sync.RWMutex
+	// listed is closed once the first list answered or failed.
+	listed chan struct{}
+	// err is why the cluster's Syncs could not be listed.
+	err error
+	// events holds the Events of Syncs once watched; nil while they are
+	// not (the viewer may not list them cluster-wide), when each render
+	// lists them.
+	events cache.Cache
+}
+
+func newClusterState(c Cluster, h *hub) (*clusterState, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := client.NewWithWatch(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("context %s: connect to the API server %s: %w", c.Name, c.Config.Host, err)
+	}
+	ca, err := cache.New(c.Config, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+		&v1alpha1.Sync{}: {},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("context %s: %w", c.Name, err)
+	}
+	newEventsCache := func() (cache.Cache, error) {
+		return cache.New(c.Config, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+			&eventsv1.Event{}: {Field: syncEvents},
+		}})
+	}
+	return &clusterState{name: c.Name, client: cl, host: c.Config.Host, cache: ca, newEventsCache: newEventsCache, hub: h,
+		listed: make(chan struct{})}, nil
+}
+
+// run lists the cluster's Syncs once, within timeout, to learn whether
+// the viewer may; then watches them (one watch, never a poll) until ctx
+// ends, telling the hub of every change.
+func (c *clusterState) run(ctx context.Context, timeout time.Duration) {
+	defer c.hub.notify()
+	probe, cancel := context.WithTimeout(ctx, timeout)
+	var list v1alpha1.SyncList
+	err := c.client.List(probe, &list, client.Limit(1))
+	cancel()
+	if err != nil {
+		c.fail(fmt.Errorf("list Syncs in the cluster at %s: %w", c.host, err))
+		return
+	}
+	inf, err := c.cache.GetInformer(ctx, &v1alpha1.Sync{})
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	if _, err := inf.AddEventHandler(c.notifier()); err != nil {
+		c.fail(err)
+		return
+	}
+	go func() { _ = c.cache.Start(ctx) }()
+	if !c.cache.WaitForCacheSync(ctx) {
+		c.fail(fmt.Errorf("watch Syncs in the cluster at %s: %w", c.host, ctx.Err()))
+		return
+	}
+	close(c.listed)
+	c.watchEvents(ctx, timeout)
+}
+
+// syncEvents selects the Events about Syncs.
+var syncEvents = fields.OneTermEqualSelector("regarding.kind", v1alpha1.SyncKind)
+
+// watchEvents watches the Events about Syncs (a second watch), telling
+// the hub of each, when the viewer may list them cluster-wide; else
+// pages list a Sync's Events as they render.
+func (c *clusterState) watchEvents(ctx context.Context, timeout time.Duration) {
+	probe, cancel := context.WithTimeout(ctx, timeout)
+	err := c.client.List(probe, &eventsv1.EventList{}, client.Limit(1), client.MatchingFieldsSelector{Selector: syncEvents})
+	cancel()
+	if err != nil {
+		return
+	}
+	ca, err := c.newEventsCache()
+	if err != nil {
+		return
+	}
+	inf, err := ca.GetInformer(ctx, &eventsv1.Event{})
+	if err != nil {
+		return
+	}
+	if _, err := inf.AddEventHandler(c.notifier()); err != nil {
+		return
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return
+	}
+	c.mu.Lock()
+	c.events = ca
+	c.mu.Unlock()
+	c.hub.notify()
+}
+
+// notifier tells the hub of every change an informer sees.
+func (c *clusterState) notifier() toolscache.ResourceEventHandler {
+	notify := func(any) { c.hub.notify() }
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, _ any) { c.hub.notify() },
+		DeleteFunc: notify,
+	}
+}
+
+// eventReader is where a Sync's Events are read: the watch's cache, or
+// the API server.
+func (c *clusterState) eventReader() client.Reader {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.events != nil {
+		return c.events
+	}
+	return c.client
+}
+
+func (c *clusterState) fail(err error) {
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
+	close(c.listed)
+}
+
+// syncs returns the cluster's Syncs, waiting for the first list; the
+// error says why there are none to show.
+func (c *clusterState) syncs(ctx context.Context) ([]v1alpha1.Sync, error) {
+	select {
+	case <-c.listed:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the cluster at %s has not answered yet", c.host)
+	}
+	c.mu.RLock()
+	err := c.err
+	c.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	var list v1alpha1.SyncList
+	if err := c.cache.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// sync returns one Sync from the watch's cache.
+func (c *clusterState) sync(ctx context.Context, key client.ObjectKey) (*v1alpha1.Sync, error) {
+	items, err := c.syncs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if items[i].Namespace == key.Namespace && items[i].Name == key.Name {
+			return &items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// hub tells every live page that something changed: each waiter holds
+// the channel of the moment it looked, closed at the next change.
+type hub struct {
+	mu      sync.Mutex
+	changed chan struct{}
+}
+
+func newHub() *hub { return &hub{changed: make(chan struct{})} }
+
+// wait returns a channel closed at the next change.
+func (h *hub) wait() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.changed
+}
+
+func (h *hub) notify() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
