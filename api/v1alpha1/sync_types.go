@@ -53,6 +53,23 @@ const (
 	ReasonAccessDenied = "AccessDenied"
 )
 
+// Event reasons of image updates (spec.imageUpdate), recorded on the Sync
+// with action ImageUpdate.
+const (
+	// ReasonImageUpdateCommitted: new image references were committed
+	// and pushed to the Sync's branch (or the pull request's branch).
+	ReasonImageUpdateCommitted = "ImageUpdateCommitted"
+	// ReasonImageUpdatePending: Report mode found updates and committed
+	// nothing.
+	ReasonImageUpdatePending = "ImageUpdatePending"
+	// ReasonImageUpdatePullRequest: a pull request was opened, updated or
+	// closed for the updates (mode PullRequest).
+	ReasonImageUpdatePullRequest = "ImageUpdatePullRequest"
+	// ReasonImageUpdateFailed (Warning): a policy, the checkout, the
+	// commit, the push or the forge failed.
+	ReasonImageUpdateFailed = "ImageUpdateFailed"
+)
+
 // Event reasons of a Sync's deletion (see SyncSpec.DeletionPolicy).
 const (
 	// ReasonOrphaned: the Sync is gone and its objects stay, unlabelled.

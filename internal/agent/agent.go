@@ -163,6 +163,7 @@ func (a *Agent) Setup() error {
 	imageOpts.CacheDir = o.CacheDir
 	imageOpts.Mirror = a.syncs.Mirror()
 	imageOpts.ReaderOf = a.syncs.ReaderOf
+	imageOpts.Notify = a.syncs.Notify
 	imageOpts.AgentNamespace = o.Namespace
 	if err := imagecontroller.Setup(mgr, imageOpts); err != nil {
 		return err

@@ -2,8 +2,14 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -70,7 +77,31 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// A generic notification target receives what image automation does.
+	var mu sync.Mutex
+	var notices []notify.GenericBody
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body notify.GenericBody
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Errorf("notification body: %v", err)
+		}
+		mu.Lock()
+		notices = append(notices, body)
+		mu.Unlock()
+	}))
+	t.Cleanup(hook.Close)
+	notifyConfig := filepath.Join(t.TempDir(), "notify.yaml")
+	if err := os.WriteFile(notifyConfig, []byte("targets:\n- name: ops\n  type: generic\n  url: "+hook.URL+
+		"\n  events: [image-updated, image-update-failed]\n  syncs:\n    namespaces: ["+ns+"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	imageNotices := func() []notify.GenericBody {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]notify.GenericBody(nil), notices...)
+	}
 	a := startAgent(t,
+		"--notify-config", notifyConfig,
 		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
 		"--namespace", ns,
 		"--metrics-bind-address", "0",
@@ -142,6 +173,16 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 	if got := gitIn(t, commitRepo.Bare, "show", "main:apps/app.yaml"); !strings.Contains(got, image+":1.2.3 # {\"$imagepolicy\"") {
 		t.Errorf("apps/app.yaml on main:\n%s\nwant the marked image at 1.2.3 with its marker", got)
 	}
+	head := strings.TrimSpace(gitIn(t, commitRepo.Bare, "rev-parse", "main"))
+	a.Eventually("the notification target hears of the robot's commit", func() string {
+		for _, n := range imageNotices() {
+			if n.Sync == "fleet" && n.Event == notify.ImageUpdated && strings.Contains(n.Message, "committed "+head[:7]) &&
+				strings.Contains(n.Message, image+":1.2.3") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("notifications so far: %+v", imageNotices())
+	})
 	a.Eventually("the Sync verifies the robot's commit and the cluster runs 1.2.3", func() string {
 		if got := deploymentImage("app"); got != image+":1.2.3" {
 			return "image " + got
@@ -164,6 +205,11 @@ func TestAgentImageUpdateCommitsANewTagAndTheClusterRunsIt(t *testing.T) {
 	a.Eventually("an event says what Report mode would commit", func() string {
 		return eventOn(ns, "report", "would commit to branch main: apps/app.yaml:15")
 	})
+	for _, n := range imageNotices() {
+		if n.Sync != "fleet" || n.Event != notify.ImageUpdated {
+			t.Errorf("unexpected notification (Report mode sends none, nothing failed): %+v", n)
+		}
+	}
 	if head := strings.TrimSpace(gitIn(t, reportRepo.Bare, "rev-parse", "main")); head != reportHead {
 		t.Errorf("Report mode moved main from %s to %s", reportHead, head)
 	}

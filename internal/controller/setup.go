@@ -116,12 +116,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 	}
 	var recorder EventRecorder = mgr.GetEventRecorder("driftless")
 	var revisions RevisionReporter
+	var notifier *notify.Dispatcher
 	if len(opts.Notify.Targets) > 0 {
 		nopts := notify.DefaultOptions()
 		if opts.NotifyState.Name != "" {
 			nopts.State = &notify.ConfigMapState{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Key: opts.NotifyState}
 		}
-		notifier := notify.NewDispatcher(opts.Notify, nopts)
+		notifier = notify.NewDispatcher(opts.Notify, nopts)
 		if err := mgr.Add(notifier); err != nil {
 			return nil, err
 		}
@@ -148,6 +149,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		DryRun:        opts.DryRun,
 		FullResync:    opts.FullResync,
 		DefaultAgeKey: opts.DefaultAgeKey,
+		notifier:      notifier,
 	}
 	policy := drift.DefaultPolicy()
 	drifts := &DriftReconciler{

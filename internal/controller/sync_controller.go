@@ -28,6 +28,7 @@ import (
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
+	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/redact"
 	"github.com/driftless/driftless/internal/render"
@@ -117,6 +118,19 @@ type SyncReconciler struct {
 	// lost holds, by namespace/name, the note of a Sync whose Inventory
 	// was found missing (missingInventory), until its status says so.
 	lost sync.Map
+	// notifier receives the events of Notify's recorders; nil without
+	// notification targets.
+	notifier *notify.Dispatcher
+}
+
+// Notify returns rec, also handing its events about Syncs to the agent's
+// notifications when targets are configured (the image controllers'
+// events go out as the Sync controller's do).
+func (r *SyncReconciler) Notify(rec notify.Recorder) notify.Recorder {
+	if r.notifier == nil {
+		return rec
+	}
+	return notify.Wrap(rec, r.notifier)
 }
 
 // Mirror returns the git mirror the Syncs read from, in CacheDir.

@@ -37,10 +37,16 @@ const (
 	// summary stands for the failed and recovered messages it replaces.
 	// Sent to targets that ask for failed or recovered.
 	Flapping Event = "flapping"
+	// ImageUpdated: image automation committed new image references or
+	// opened, updated or closed its pull request.
+	ImageUpdated Event = "image-updated"
+	// ImageUpdateFailed: image automation could not update (a policy,
+	// the commit, the push or the forge failed).
+	ImageUpdateFailed Event = "image-update-failed"
 )
 
 // Events lists every event a target may name, in the order of the docs.
-var Events = []Event{Succeeded, Failed, Recovered, DriftReverted, DriftReported, Paused, HealthTimeout}
+var Events = []Event{Succeeded, Failed, Recovered, DriftReverted, DriftReported, Paused, HealthTimeout, ImageUpdated, ImageUpdateFailed}
 
 // Provider types.
 const (

@@ -153,6 +153,10 @@ func (d *deduper) observe(n notice, now time.Time) []Message {
 		return d.once(st, n, now, msg(DriftReported, fmt.Sprintf("Sync %s: drift found and left in place", n.sync), 1))
 	case Paused:
 		return d.once(st, n, now, msg(Paused, fmt.Sprintf("Sync %s: another writer keeps changing an object; reverts paused", n.sync), 1))
+	case ImageUpdated:
+		return d.once(st, n, now, msg(ImageUpdated, fmt.Sprintf("Sync %s: image automation updated git", n.sync), 1))
+	case ImageUpdateFailed:
+		return d.once(st, n, now, msg(ImageUpdateFailed, fmt.Sprintf("Sync %s: image automation failed (%s)", n.sync, n.reason), 1))
 	}
 	return nil
 }

@@ -237,3 +237,44 @@ func TestADeletedSyncIsForgottenAndItsGatheredRevertsAreSent(t *testing.T) {
 		t.Errorf("a deletion that is still retrying became notice %+v; the Sync is not gone yet", n)
 	}
 }
+
+// Image automation: a commit is one message, in PullRequest mode the pull
+// request's event stands for the commit, Report mode sends nothing, and an
+// unchanged failure is sent once per reminder.
+func TestImageUpdatesNotifyOncePerChange(t *testing.T) {
+	d := newDeduper(testConfig())
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: shop.Namespace, Name: shop.Name},
+		Spec: v1alpha1.SyncSpec{ImageUpdate: &v1alpha1.ImageUpdateSpec{Mode: v1alpha1.ImageUpdateCommit}}}
+	s.Status.LastAppliedRevision = "fedcba9876543210"
+	observe := func(eventtype, reason, message string, at time.Duration) []Message {
+		n, ok := noticeOf(s, eventtype, reason, "ImageUpdate", message)
+		if !ok {
+			return nil
+		}
+		return d.observe(n, t0.Add(at))
+	}
+	got := observe(corev1.EventTypeNormal, v1alpha1.ReasonImageUpdateCommitted, "committed 0123456 to branch main: apps/app.yaml:15", 0)
+	if len(got) != 1 || got[0].Event != ImageUpdated || !strings.Contains(got[0].Detail, "committed 0123456") || got[0].Revision != "" {
+		t.Errorf("a commit sent %+v, want one image-updated message naming the commit and no applied revision", got)
+	}
+	if got := observe(corev1.EventTypeNormal, v1alpha1.ReasonImageUpdatePending, "Report mode, nothing committed", time.Minute); len(got) != 0 {
+		t.Errorf("Report mode's pending updates sent %v", events(got))
+	}
+	for i := range 5 {
+		got := observe(corev1.EventTypeWarning, v1alpha1.ReasonImageUpdateFailed, "push: permission denied", time.Duration(i+2)*time.Minute)
+		if want := map[bool]int{true: 1, false: 0}[i == 0]; len(got) != want {
+			t.Errorf("failure %d sent %v, want %d message(s)", i+1, events(got), want)
+		}
+	}
+	if got := observe(corev1.EventTypeWarning, v1alpha1.ReasonImageUpdateFailed, "push: permission denied", 25*time.Hour); len(got) != 1 || got[0].Event != ImageUpdateFailed {
+		t.Errorf("the failure after the reminder sent %v, want image-update-failed again", events(got))
+	}
+
+	s.Spec.ImageUpdate.Mode = v1alpha1.ImageUpdatePullRequest
+	if got := observe(corev1.EventTypeNormal, v1alpha1.ReasonImageUpdateCommitted, "committed 1111111 to branch driftless/images", 26*time.Hour); len(got) != 0 {
+		t.Errorf("PullRequest mode's commit sent %v; the pull request's message says it", events(got))
+	}
+	if got := observe(corev1.EventTypeNormal, v1alpha1.ReasonImageUpdatePullRequest, "open pull request #3", 26*time.Hour); len(got) != 1 || got[0].Event != ImageUpdated {
+		t.Errorf("the pull request sent %v, want image-updated", events(got))
+	}
+}

@@ -70,10 +70,33 @@ func noticeOf(s *v1alpha1.Sync, eventtype, reason, action, message string) (noti
 		n.event = DriftReported
 	case action == "Revert" && reason == v1alpha1.ReasonFight:
 		n.event = Paused
+	case action == "ImageUpdate":
+		return imageNotice(s, n, reason)
 	default:
 		return n, false
 	}
 	n.commit = commitOf(s, n.revision)
+	return n, true
+}
+
+// imageNotice classifies an image automation event: the commit or the
+// pull request it made, or its failure. Its revision is the commit the
+// message names, not one the Sync applied, so none is attached.
+func imageNotice(s *v1alpha1.Sync, n notice, reason string) (notice, bool) {
+	n.revision = ""
+	switch reason {
+	case v1alpha1.ReasonImageUpdateCommitted:
+		if s.Spec.ImageUpdate != nil && s.Spec.ImageUpdate.ImageUpdateModeOrDefault() == v1alpha1.ImageUpdatePullRequest {
+			return n, false // the pull request's own event follows and says more
+		}
+		n.event = ImageUpdated
+	case v1alpha1.ReasonImageUpdatePullRequest:
+		n.event = ImageUpdated
+	case v1alpha1.ReasonImageUpdateFailed:
+		n.event = ImageUpdateFailed
+	default:
+		return n, false // Report mode's pending updates: status and events only
+	}
 	return n, true
 }
 

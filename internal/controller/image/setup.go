@@ -9,6 +9,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/image/policy"
+	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/source"
 )
 
@@ -29,6 +30,10 @@ type Options struct {
 	// ReaderOf, when set, returns what reads the Secrets a Sync names
 	// (the Sync controller's ReaderOf); nil: the agent's reader.
 	ReaderOf func(*v1alpha1.Sync) (engine.Reader, error)
+	// Notify, when set, wraps the recorder so that image updates of a
+	// Sync reach the agent's notification targets (the Sync
+	// controller's Notify).
+	Notify func(notify.Recorder) notify.Recorder
 }
 
 // DefaultOptions returns the agent's defaults.
@@ -52,7 +57,10 @@ func CacheOptions(opts cache.Options) cache.Options {
 // must hold ImagePolicies and Syncs (see CacheOptions).
 func Setup(mgr ctrl.Manager, opts Options) error {
 	scanner := policy.NewScanner(opts.Scan)
-	recorder := mgr.GetEventRecorder("driftless-image")
+	var recorder EventRecorder = mgr.GetEventRecorder("driftless-image")
+	if opts.Notify != nil {
+		recorder = opts.Notify(recorder)
+	}
 	policies := &PolicyReconciler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),

@@ -32,11 +32,12 @@ import (
 	"github.com/driftless/driftless/internal/source"
 )
 
-// Event reasons of image updates, on the Sync.
+// Event reasons of image updates, on the Sync (defined in the API, where
+// notifications read them).
 const (
-	ReasonImageUpdateCommitted = "ImageUpdateCommitted"
-	ReasonImageUpdatePending   = "ImageUpdatePending"
-	ReasonImageUpdateFailed    = "ImageUpdateFailed"
+	ReasonImageUpdateCommitted = v1alpha1.ReasonImageUpdateCommitted
+	ReasonImageUpdatePending   = v1alpha1.ReasonImageUpdatePending
+	ReasonImageUpdateFailed    = v1alpha1.ReasonImageUpdateFailed
 )
 
 // defaultUpdateInterval is how often a Sync without an interval is

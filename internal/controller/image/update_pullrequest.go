@@ -19,7 +19,7 @@ import (
 
 // ReasonImageUpdatePullRequest is the event reason of a pull request
 // opened, updated or closed by PullRequest mode.
-const ReasonImageUpdatePullRequest = "ImageUpdatePullRequest"
+const ReasonImageUpdatePullRequest = v1alpha1.ReasonImageUpdatePullRequest
 
 // TokenKey is the entry of spec.imageUpdate.pullRequest.tokenSecretRef
 // that holds the API token.
