@@ -231,7 +231,7 @@ func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]
 	ropts.Decrypt = engine.Decryptor(keys)
 	ropts.Remote = remote
 	objects, err := engine.RenderDir(ctx, &s, o.repo, ropts)
-	return objects, vars, err
+	return objects, vars, maskRenderError(ropts, err)
 }
 
 // maskLikeDesired hides, in the live object, the old form of every string

@@ -199,3 +199,38 @@ func TestBuildFetchesRemoteBasesWithAllowRemote(t *testing.T) {
 		t.Errorf("with --allow-remote, want prod-web from %s; stdout:\n%s", want, r.out)
 	}
 }
+
+// A chart's error may quote a value it read from a valuesFrom Secret
+// (fail, required): build --sync prints the error with the value masked,
+// as the agent does in the Sync's status — build output lands in CI logs.
+func TestBuildOfASyncMasksAChartErrorQuotingASecretValue(t *testing.T) {
+	cl := diffClusterClient(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	const password = "pw-7Hq2-Zx91-s3cr3t"
+	if err := cl.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-secret", Namespace: ns},
+		StringData: map[string]string{"values.yaml": "password: " + password + "\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Create(ctx, &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "file:///nowhere", Branch: "main"}},
+			Paths: []string{"apps"}, Interval: metav1.Duration{Duration: time.Hour}, TargetNamespace: ns},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"charts/web/Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"charts/web/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n" +
+			"  bad: {{ fail (printf \"the password %q is too weak\" .Values.password) }}\n",
+		"apps/helmchart.yaml": "apiVersion: driftless.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: web\nspec:\n  chart: {path: charts/web}\n" +
+			"  valuesFrom: [{kind: Secret, name: web-secret}]\n",
+	}
+	r := runBuildCommand(t, "--repo", writeFiles(t, files), "--sync", ns+"/web", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 2)
+	if !strings.Contains(r.errOut, "is too weak") {
+		t.Errorf("the chart's error is not printed:\n%s", r.errOut)
+	}
+	if strings.Contains(r.errOut+r.out, password) || strings.Contains(r.errOut+r.out, password[:8]) {
+		t.Errorf("build shows the Secret's value:\n%s", r.errOut)
+	}
+}

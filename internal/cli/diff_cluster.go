@@ -16,6 +16,7 @@ import (
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/redact"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
 )
@@ -64,7 +65,7 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 		objects, to, err = renderSyncRevision(ctx, c, &s, o.revision, ropts)
 	}
 	if err != nil {
-		return nil, err
+		return nil, maskRenderError(ropts, err)
 	}
 
 	previous, unreadable, err := inventory.Read(ctx, c, &s)
@@ -104,17 +105,34 @@ func parseSyncKey(s string) (client.ObjectKey, error) {
 
 // renderOptions are the options the agent would render a Sync with in
 // the cluster of the flags: its kinds' scopes, its .Capabilities for
-// charts, and its ConfigMaps and Secrets for their valuesFrom.
+// charts, and its ConfigMaps and Secrets for their valuesFrom (read
+// through a SecretRecorder: see maskRenderError).
 func (f clusterFlags) renderOptions(budgets render.Budgets) (client.Client, engine.RenderOptions, error) {
 	cl, err := f.connect()
 	if err != nil {
 		return nil, engine.RenderOptions{}, err
 	}
-	opts := engine.RenderOptions{Scope: engine.MapperScope{Mapper: cl.mapper}, Budgets: budgets, Reader: cl.client}
+	opts := engine.RenderOptions{Scope: engine.MapperScope{Mapper: cl.mapper}, Budgets: budgets,
+		Reader: &engine.SecretRecorder{Reader: cl.client}}
 	if opts.KubeVersion, opts.APIVersions, err = engine.Capabilities(cl.discovery); err != nil {
 		return nil, engine.RenderOptions{}, fmt.Errorf("connect to the API server %s: %w", cl.host, err)
 	}
 	return cl.client, opts, nil
+}
+
+// maskRenderError masks, in a render error, the values of the Secrets
+// the render read (a chart's fail may quote a valuesFrom value) and of
+// the Sync's Secret variables, as the agent masks a sync's errors: what
+// build and diff print ends up in CI logs.
+func maskRenderError(opts engine.RenderOptions, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = engine.Redactor(opts.Variables, nil).Error(err)
+	if r, ok := opts.Reader.(*engine.SecretRecorder); ok {
+		err = redact.New(r.Values()...).Error(err)
+	}
+	return err
 }
 
 // renderSyncRevision renders, as the agent does, the revision the Sync
