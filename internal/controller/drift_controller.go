@@ -94,7 +94,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	if !s.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	syncKey := req.Sync.String()
+	syncKey := req.Sync
 	if err := r.flushIncidents(ctx, &s); err != nil {
 		// The check cannot go on: the next sync compares the object
 		// whatever it would skip, and the request is retried.
@@ -332,7 +332,7 @@ func incidentOf(now time.Time, step plan.Step, originPath string, action v1alpha
 // previous write left is not one). The writer is the Store's, and goes
 // with the rest of the Sync's state (Store.Forget).
 func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, incs ...v1alpha1.DriftIncident) error {
-	w := r.Store.incidentWriter(client.ObjectKeyFromObject(s).String())
+	w := r.Store.incidentWriter(client.ObjectKeyFromObject(s))
 	w.mu.Lock()
 	w.pending = append(w.pending, incs...)
 	if w.writing {
@@ -375,7 +375,7 @@ func (r *DriftReconciler) recordIncident(ctx context.Context, s *v1alpha1.Sync, 
 // they go with the next write. An error is returned, so that the request
 // is retried and the queue with it.
 func (r *DriftReconciler) flushIncidents(ctx context.Context, s *v1alpha1.Sync) error {
-	w := r.Store.incidentWriter(client.ObjectKeyFromObject(s).String())
+	w := r.Store.incidentWriter(client.ObjectKeyFromObject(s))
 	w.mu.Lock()
 	left := len(w.pending) > 0 && !w.writing
 	w.mu.Unlock()

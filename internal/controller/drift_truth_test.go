@@ -223,7 +223,7 @@ func TestAnObjectADriftCheckCouldNotActOnIsComparedByTheNextSync(t *testing.T) {
 
 	d := &DriftReconciler{Client: c, Applier: c, Reader: c, Recorder: recorder, Store: h.r.Store}
 	key := keyOf(h.ns, "default")
-	w := h.r.Store.BeginWrite(key.String(), h.syncNow("default").UID) // a sync is writing
+	w := h.r.Store.BeginWrite(key, h.syncNow("default").UID) // a sync is writing
 	patchCurrency(t, h.ns, "JPY")
 	req := requestFor(h.ns, "default", "cart-config")
 	if res, err := d.Reconcile(context.Background(), req); err != nil || res.RequeueAfter == 0 {

@@ -21,7 +21,7 @@ import (
 
 // holdsIncidentWriter says whether the Store still holds a writer of
 // key's drift incidents.
-func (s *Store) holdsIncidentWriter(key string) bool {
+func (s *Store) holdsIncidentWriter(key client.ObjectKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
@@ -41,7 +41,7 @@ func TestADeletedSyncLeavesNoIncidentWriterBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the edit recorded as an incident", func() bool { return len(h.syncNow("fleet").Status.Drift) > 0 })
-	key := h.ns + "/fleet"
+	key := keyOf(h.ns, "fleet")
 	if !agent.Store.holdsIncidentWriter(key) {
 		t.Fatal("no incident writer after an incident: the test checks nothing")
 	}

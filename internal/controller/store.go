@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
@@ -15,7 +16,7 @@ import (
 )
 
 // Store is what the Sync and drift reconcilers share about each Sync, by
-// "namespace/name": its last render, the desired object of each object it
+// its namespace and name (client.ObjectKey): its last render, the desired object of each object it
 // applied, when it last compared every object, the writer of its drift
 // incidents, and the gate that keeps a drift check from acting while a
 // sync writes.
@@ -33,13 +34,15 @@ import (
 // sync compares those with the cluster whatever it would otherwise skip.
 type Store struct {
 	mu    sync.Mutex
-	syncs map[string]*syncState
+	syncs map[client.ObjectKey]*syncState
 	// writes is the resourceVersion each of the agent's writes returned.
 	writes *drift.Writes
 }
 
 // NewStore returns an empty Store.
-func NewStore() *Store { return &Store{syncs: map[string]*syncState{}, writes: drift.NewWrites()} }
+func NewStore() *Store {
+	return &Store{syncs: map[client.ObjectKey]*syncState{}, writes: drift.NewWrites()}
+}
 
 // Writes returns the record of the agent's own writes, shared by every
 // Sync: the sync's applies, the drift reverts and the watches read it.
@@ -83,20 +86,42 @@ type syncState struct {
 	compareAll bool
 }
 
-// rendered is a cached render, valid while the revision, the Sync's
+// RenderKey is what a cached render was made from: the Sync (its UID and
+// generation), the revision, the Sync's variables and what the render
+// read.
+type RenderKey struct {
+	UID        types.UID
+	Revision   string
+	Generation int64
+	// Variables is the digest of the Sync's variables and decryption keys
+	// (engine.VariablesDigest, secrets.Keys.Digest).
+	Variables string
+	// Inputs is the digest of the Sync's paths at Revision when the render
+	// read nothing else (plain manifests only), else "".
+	Inputs string
+}
+
+// sameRender reports whether a render made for k is the render for want:
+// the same Sync, revision, generation and variables.
+func (k RenderKey) sameRender(want RenderKey) bool {
+	return k.UID == want.UID && k.Revision == want.Revision && k.Generation == want.Generation && k.Variables == want.Variables
+}
+
+// sameInputs reports whether a render made for k read what a render for
+// want would read, at whatever revision: the same Sync, generation,
+// variables and known inputs.
+func (k RenderKey) sameInputs(want RenderKey) bool {
+	return want.Inputs != "" && k.UID == want.UID && k.Inputs == want.Inputs && k.Generation == want.Generation && k.Variables == want.Variables
+}
+
+// rendered is a cached render, valid while its key's revision, the Sync's
 // generation and its variables (engine.VariablesDigest) are unchanged.
 type rendered struct {
-	uid        types.UID
-	revision   string
-	generation int64
-	variables  string
-	// inputs is the digest of the Sync's paths at revision when the
-	// render read nothing else (plain manifests only), else "".
-	inputs  string
+	key     RenderKey
 	objects []packed
 }
 
-func (s *Store) state(key string) *syncState {
+func (s *Store) state(key client.ObjectKey) *syncState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
@@ -107,10 +132,10 @@ func (s *Store) state(key string) *syncState {
 	return st
 }
 
-// Rendered returns the cached render of key when it was made for the
-// Sync uid at revision and generation, with the variables of digest
-// variables.
-func (s *Store) Rendered(key string, uid types.UID, revision string, generation int64, variables string) ([]render.Object, bool) {
+// Rendered returns the cached render of key when it was made for want:
+// the same Sync, revision, generation and variables (want.Inputs is not
+// compared).
+func (s *Store) Rendered(key client.ObjectKey, want RenderKey) ([]render.Object, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
@@ -118,7 +143,7 @@ func (s *Store) Rendered(key string, uid types.UID, revision string, generation 
 		return nil, false
 	}
 	r := st.rendered
-	if r.uid != uid || r.revision != revision || r.generation != generation || r.variables != variables || r.objects == nil {
+	if !r.key.sameRender(want) || r.objects == nil {
 		return nil, false
 	}
 	return unpackAll(r.objects)
@@ -126,7 +151,7 @@ func (s *Store) Rendered(key string, uid types.UID, revision string, generation 
 
 // HasRendered reports whether Rendered would find a render, without
 // decoding it.
-func (s *Store) HasRendered(key string, uid types.UID, revision string, generation int64, variables string) bool {
+func (s *Store) HasRendered(key client.ObjectKey, want RenderKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
@@ -134,21 +159,22 @@ func (s *Store) HasRendered(key string, uid types.UID, revision string, generati
 		return false
 	}
 	r := st.rendered
-	return r.uid == uid && r.revision == revision && r.generation == generation && r.variables == variables && r.objects != nil
+	return r.key.sameRender(want) && r.objects != nil
 }
 
 // RenderedInputs returns the cached render of key if it was made from
-// inputs (see SetRendered) by the same Sync, generation and variables, at
-// any revision: a commit that left the Sync's paths as they were.
-func (s *Store) RenderedInputs(key string, uid types.UID, generation int64, variables, inputs string) ([]render.Object, bool) {
+// want.Inputs (see SetRendered) by the same Sync, generation and
+// variables, at any revision: a commit that left the Sync's paths as they
+// were.
+func (s *Store) RenderedInputs(key client.ObjectKey, want RenderKey) ([]render.Object, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
-	if !ok || inputs == "" {
+	if !ok {
 		return nil, false
 	}
 	r := st.rendered
-	if r.uid != uid || r.inputs != inputs || r.generation != generation || r.variables != variables || r.objects == nil {
+	if !r.key.sameInputs(want) || r.objects == nil {
 		return nil, false
 	}
 	return unpackAll(r.objects)
@@ -157,7 +183,7 @@ func (s *Store) RenderedInputs(key string, uid types.UID, generation int64, vari
 // Inputs returns the digest of the paths that the cached render of key
 // was made from (see SetRendered), when it was made by the Sync uid at
 // generation and read nothing but its paths.
-func (s *Store) Inputs(key string, uid types.UID, generation int64) (string, bool) {
+func (s *Store) Inputs(key client.ObjectKey, uid types.UID, generation int64) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
@@ -165,23 +191,25 @@ func (s *Store) Inputs(key string, uid types.UID, generation int64) (string, boo
 		return "", false
 	}
 	r := st.rendered
-	if r.uid != uid || r.generation != generation || r.inputs == "" || r.objects == nil {
+	if r.key.UID != uid || r.key.Generation != generation || r.key.Inputs == "" || r.objects == nil {
 		return "", false
 	}
-	return r.inputs, true
+	return r.key.Inputs, true
 }
 
-// SetRendered caches a render of key, packed (see packed): the caller
-// keeps objects. inputs is the digest of everything the render read, ""
-// when that is not known.
-func (s *Store) SetRendered(key string, uid types.UID, revision string, generation int64, variables, inputs string, objects []render.Object) {
+// SetRendered caches a render of key made for made, packed (see packed):
+// the caller keeps objects. made.Inputs is the digest of everything the
+// render read, "" when that is not known; made.Revision is "" when the
+// render read something besides git (it is then never found by
+// Rendered).
+func (s *Store) SetRendered(key client.ObjectKey, made RenderKey, objects []render.Object) {
 	st := s.state(key)
 	var ps []packed
 	if objects != nil {
 		ps = packAll(objects, nil)
 	}
 	s.mu.Lock()
-	st.rendered = rendered{uid: uid, revision: revision, generation: generation, variables: variables, inputs: inputs, objects: ps}
+	st.rendered = rendered{key: made, objects: ps}
 	s.mu.Unlock()
 }
 
@@ -194,7 +222,7 @@ func (s *Store) renderedPacks(st *syncState) []packed {
 
 // GeneratorCache returns the cache of what key's kustomizations built,
 // kept from one render of the Sync to the next (see render.GeneratorCache).
-func (s *Store) GeneratorCache(key string) *render.GeneratorCache {
+func (s *Store) GeneratorCache(key client.ObjectKey) *render.GeneratorCache {
 	st := s.state(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -205,7 +233,7 @@ func (s *Store) GeneratorCache(key string) *render.GeneratorCache {
 }
 
 // LastFull returns when key last compared every object with the cluster.
-func (s *Store) LastFull(key string) (time.Time, bool) {
+func (s *Store) LastFull(key client.ObjectKey) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
@@ -217,7 +245,7 @@ func (s *Store) LastFull(key string) (time.Time, bool) {
 
 // SetLastFull records that key compared every object at t, which
 // settles CompareAll.
-func (s *Store) SetLastFull(key string, t time.Time) {
+func (s *Store) SetLastFull(key client.ObjectKey, t time.Time) {
 	st := s.state(key)
 	s.mu.Lock()
 	st.lastFull, st.compareAll = t, false
@@ -227,7 +255,7 @@ func (s *Store) SetLastFull(key string, t time.Time) {
 // SetCompareAll records that key was seen unable to write (suspended, a
 // dry run, selfHeal off): the next sync that writes compares every
 // object with the cluster.
-func (s *Store) SetCompareAll(key string) {
+func (s *Store) SetCompareAll(key client.ObjectKey) {
 	st := s.state(key)
 	s.mu.Lock()
 	st.compareAll = true
@@ -236,7 +264,7 @@ func (s *Store) SetCompareAll(key string) {
 
 // CompareAll reports whether key's next sync must compare every object
 // (SetCompareAll, until SetLastFull).
-func (s *Store) CompareAll(key string) bool {
+func (s *Store) CompareAll(key client.ObjectKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
@@ -245,7 +273,7 @@ func (s *Store) CompareAll(key string) bool {
 
 // MarkToCheck records that a drift check saw key's object id changed and
 // could not act on it: the next sync of key compares it with the cluster.
-func (s *Store) MarkToCheck(key string, id plan.ID) {
+func (s *Store) MarkToCheck(key client.ObjectKey, id plan.ID) {
 	st := s.state(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -256,7 +284,7 @@ func (s *Store) MarkToCheck(key string, id plan.ID) {
 }
 
 // ToCheck returns a copy of the objects of key marked to check.
-func (s *Store) ToCheck(key string) map[plan.ID]bool {
+func (s *Store) ToCheck(key client.ObjectKey) map[plan.ID]bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
@@ -272,7 +300,7 @@ func (s *Store) ToCheck(key string) map[plan.ID]bool {
 
 // Checked drops ids from the objects of key to check: they were compared
 // with the cluster (by a sync that wrote, or a drift check that could act).
-func (s *Store) Checked(key string, ids ...plan.ID) {
+func (s *Store) Checked(key client.ObjectKey, ids ...plan.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, ok := s.syncs[key]
@@ -286,7 +314,7 @@ func (s *Store) Checked(key string, ids ...plan.ID) {
 
 // incidentWriter returns the one writer of key's drift incidents. Forget
 // drops it with the rest of what the Store holds about key.
-func (s *Store) incidentWriter(key string) *incidentWriter {
+func (s *Store) incidentWriter(key client.ObjectKey) *incidentWriter {
 	st := s.state(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -298,7 +326,7 @@ func (s *Store) incidentWriter(key string) *incidentWriter {
 
 // Inventory returns what the Inventory of key (the Sync uid) lists, as
 // SetInventory last recorded it.
-func (s *Store) Inventory(key string, uid types.UID) ([]plan.Entry, bool) {
+func (s *Store) Inventory(key client.ObjectKey, uid types.UID) ([]plan.Entry, bool) {
 	st := s.state(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -310,7 +338,7 @@ func (s *Store) Inventory(key string, uid types.UID) ([]plan.Entry, bool) {
 
 // SetInventory records what the Inventory of key (the Sync uid) lists,
 // once read or written. entries must not change afterwards.
-func (s *Store) SetInventory(key string, uid types.UID, entries []plan.Entry) {
+func (s *Store) SetInventory(key client.ObjectKey, uid types.UID, entries []plan.Entry) {
 	st := s.state(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -321,7 +349,7 @@ func (s *Store) SetInventory(key string, uid types.UID, entries []plan.Entry) {
 }
 
 // Forget drops everything about key (its Sync is gone).
-func (s *Store) Forget(key string) {
+func (s *Store) Forget(key client.ObjectKey) {
 	s.mu.Lock()
 	delete(s.syncs, key)
 	s.mu.Unlock()
@@ -338,7 +366,7 @@ type Writer struct {
 // new ones out until Release. The caller (one sync of the Sync uid at a
 // time: the workqueue sees to that) records what it writes with Record
 // and Replace before it releases.
-func (s *Store) BeginWrite(key string, uid types.UID) *Writer {
+func (s *Store) BeginWrite(key client.ObjectKey, uid types.UID) *Writer {
 	st := s.state(key)
 	st.gate.Lock()
 	if st.appliedUID != uid {
@@ -441,7 +469,7 @@ type Checker struct{ st *syncState }
 // BeginCheck takes the gate of key shared, unless a sync of key is
 // writing: then it returns false at once, and the caller tries again
 // later (the sync may change or prune the very object).
-func (s *Store) BeginCheck(key string) (*Checker, bool) {
+func (s *Store) BeginCheck(key client.ObjectKey) (*Checker, bool) {
 	st := s.state(key)
 	if !st.gate.TryRLock() {
 		return nil, false

@@ -17,6 +17,9 @@ import (
 	"github.com/driftless/driftless/internal/render"
 )
 
+// fleetKey is the Sync the Store tests keep state for.
+var fleetKey = keyOf("ns", "fleet")
+
 func storeObject(name, value string) render.Object {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")
@@ -34,7 +37,7 @@ func TestAStoreGivesDriftChecksOnlyWhatASyncWrote(t *testing.T) {
 	idA, idB := plan.IDOf(a1.Object), plan.IDOf(b1.Object)
 	desired := func(uid types.UID, id plan.ID) (string, bool) {
 		t.Helper()
-		c, ok := s.BeginCheck("ns/fleet")
+		c, ok := s.BeginCheck(fleetKey)
 		if !ok {
 			t.Fatal("a drift check was kept out with no sync running")
 		}
@@ -47,8 +50,8 @@ func TestAStoreGivesDriftChecksOnlyWhatASyncWrote(t *testing.T) {
 		return v, true
 	}
 
-	w := s.BeginWrite("ns/fleet", "uid-1")
-	if _, ok := s.BeginCheck("ns/fleet"); ok {
+	w := s.BeginWrite(fleetKey, "uid-1")
+	if _, ok := s.BeginCheck(fleetKey); ok {
 		t.Fatal("a drift check ran while a sync held the gate")
 	}
 	w.Replace([]render.Object{a1, b1})
@@ -58,7 +61,7 @@ func TestAStoreGivesDriftChecksOnlyWhatASyncWrote(t *testing.T) {
 	}
 
 	// A sync that wrote a at its new render and pruned b, then failed.
-	w = s.BeginWrite("ns/fleet", "uid-1")
+	w = s.BeginWrite(fleetKey, "uid-1")
 	w.Record(apply.ChangeSet{{ID: idA, Action: apply.Configured}, {ID: idB, Action: apply.Pruned}},
 		map[plan.ID]render.Object{idA: a2})
 	w.Release()
@@ -70,7 +73,7 @@ func TestAStoreGivesDriftChecksOnlyWhatASyncWrote(t *testing.T) {
 	}
 
 	// An object whose write may or may not have happened is left alone.
-	w = s.BeginWrite("ns/fleet", "uid-1")
+	w = s.BeginWrite(fleetKey, "uid-1")
 	w.Forget(idA)
 	w.Release()
 	if _, ok := desired("uid-1", idA); ok {
@@ -78,13 +81,13 @@ func TestAStoreGivesDriftChecksOnlyWhatASyncWrote(t *testing.T) {
 	}
 
 	// A Sync deleted and created again with the same name starts empty.
-	w = s.BeginWrite("ns/fleet", "uid-1")
+	w = s.BeginWrite(fleetKey, "uid-1")
 	w.Replace([]render.Object{a1})
 	w.Release()
 	if _, ok := desired("uid-2", idA); ok {
 		t.Error("a new Sync of the same name reverts to the old Sync's render")
 	}
-	w = s.BeginWrite("ns/fleet", "uid-2")
+	w = s.BeginWrite(fleetKey, "uid-2")
 	_, kept := w.Applied(idA)
 	w.Release()
 	if kept {
@@ -153,9 +156,9 @@ func TestTheStoreKeepsObjectsPackedAndGivesThemBackAsRendered(t *testing.T) {
 		}}},
 	}}
 	objects := []render.Object{{Object: deploy, Origin: render.Origin{Path: "apps/web.yaml"}, SecretVariables: []string{"token"}}, storeObject("cm", "1")}
-	s.SetRendered("ns/fleet", "uid-1", "rev", 1, "", "", objects)
+	s.SetRendered(fleetKey, RenderKey{UID: "uid-1", Revision: "rev", Generation: 1}, objects)
 
-	got, ok := s.Rendered("ns/fleet", "uid-1", "rev", 1, "")
+	got, ok := s.Rendered(fleetKey, RenderKey{UID: "uid-1", Revision: "rev", Generation: 1})
 	if !ok || len(got) != 2 {
 		t.Fatalf("the cached render is %d objects (found %v), want 2", len(got), ok)
 	}
@@ -167,15 +170,15 @@ func TestTheStoreKeepsObjectsPackedAndGivesThemBackAsRendered(t *testing.T) {
 	}
 	// A sync may change what it was given; the cache stays as rendered.
 	got[1].Object.SetName("changed")
-	again, _ := s.Rendered("ns/fleet", "uid-1", "rev", 1, "")
+	again, _ := s.Rendered(fleetKey, RenderKey{UID: "uid-1", Revision: "rev", Generation: 1})
 	if again[1].Object.GetName() != "cm" {
 		t.Errorf("a change to a returned object reached the cache: %q", again[1].Object.GetName())
 	}
 
-	w := s.BeginWrite("ns/fleet", "uid-1")
+	w := s.BeginWrite(fleetKey, "uid-1")
 	w.Replace(got[:1])
 	w.Release()
-	c, _ := s.BeginCheck("ns/fleet")
+	c, _ := s.BeginCheck(fleetKey)
 	desired, ok := c.Desired("uid-1", plan.IDOf(deploy))
 	c.Release()
 	if !ok || !equality.Semantic.DeepEqual(desired.Object.Object, deploy.Object) {
@@ -186,18 +189,62 @@ func TestTheStoreKeepsObjectsPackedAndGivesThemBackAsRendered(t *testing.T) {
 func TestARenderAndWhatWasAppliedFromItAreHeldOnce(t *testing.T) {
 	s := NewStore()
 	objects := []render.Object{storeObject("a", "1"), storeObject("b", "1")}
-	s.SetRendered("ns/fleet", "uid-1", "rev", 1, "", "", objects)
-	rendered, _ := s.Rendered("ns/fleet", "uid-1", "rev", 1, "")
-	w := s.BeginWrite("ns/fleet", "uid-1")
+	s.SetRendered(fleetKey, RenderKey{UID: "uid-1", Revision: "rev", Generation: 1}, objects)
+	rendered, _ := s.Rendered(fleetKey, RenderKey{UID: "uid-1", Revision: "rev", Generation: 1})
+	w := s.BeginWrite(fleetKey, "uid-1")
 	w.Replace(rendered[:1])
 	w.Record(apply.ChangeSet{{ID: plan.IDOf(rendered[1].Object), Action: apply.Configured}}, map[plan.ID]render.Object{plan.IDOf(rendered[1].Object): rendered[1]})
 	w.Release()
 
-	st := s.state("ns/fleet")
+	st := s.state(fleetKey)
 	for _, p := range st.rendered.objects {
 		held := st.applied[p.id].json
 		if len(held) == 0 || &held[0] != &p.json[0] {
 			t.Errorf("%s is held twice: once rendered, once applied", p.id)
 		}
+	}
+}
+
+func TestTheStoreFindsARenderBySyncRevisionGenerationVariablesOrUnchangedInputs(t *testing.T) {
+	s := NewStore()
+	made := RenderKey{UID: "uid-1", Revision: "rev-1", Generation: 1, Variables: "vars", Inputs: "paths"}
+	s.SetRendered(fleetKey, made, []render.Object{storeObject("a", "1")})
+
+	other := func(change func(*RenderKey)) RenderKey {
+		k := made
+		change(&k)
+		return k
+	}
+	for name, want := range map[string]struct {
+		key            RenderKey
+		render, inputs bool
+	}{
+		"the same render":                 {made, true, true},
+		"another revision, same paths":    {other(func(k *RenderKey) { k.Revision = "rev-2" }), false, true},
+		"another revision, other paths":   {other(func(k *RenderKey) { k.Revision, k.Inputs = "rev-2", "other" }), false, false},
+		"another revision, paths unknown": {other(func(k *RenderKey) { k.Revision, k.Inputs = "rev-2", "" }), false, false},
+		"a new generation":                {other(func(k *RenderKey) { k.Generation = 2 }), false, false},
+		"other variables":                 {other(func(k *RenderKey) { k.Variables = "changed" }), false, false},
+		"a Sync re-created":               {other(func(k *RenderKey) { k.UID = "uid-2" }), false, false},
+	} {
+		if _, got := s.Rendered(fleetKey, want.key); got != want.render || s.HasRendered(fleetKey, want.key) != want.render {
+			t.Errorf("%s: Rendered finds the render %v, want %v", name, got, want.render)
+		}
+		if _, got := s.RenderedInputs(fleetKey, want.key); got != want.inputs {
+			t.Errorf("%s: RenderedInputs finds the render %v, want %v", name, got, want.inputs)
+		}
+	}
+	if inputs, ok := s.Inputs(fleetKey, "uid-1", 1); !ok || inputs != "paths" {
+		t.Errorf("Inputs = %q, %v; want the paths' digest", inputs, ok)
+	}
+	if _, ok := s.Rendered(keyOf("ns", "other"), made); ok {
+		t.Error("a render of one Sync is found for another")
+	}
+
+	// A render that read something besides git (Revision "") is never
+	// found again.
+	s.SetRendered(fleetKey, other(func(k *RenderKey) { k.Revision, k.Inputs = "", "" }), []render.Object{storeObject("a", "1")})
+	if _, ok := s.Rendered(fleetKey, made); ok {
+		t.Error("a render that read outside git is reused")
 	}
 }

@@ -111,11 +111,11 @@ type SyncReconciler struct {
 
 	mirrorOnce sync.Once
 	mirror     *source.Mirror
-	// woken holds, by namespace/name, the wokenRevision of each Sync
+	// woken holds, by client.ObjectKey, the wokenRevision of each Sync
 	// woken and not synced since.
 	woken        sync.Map
 	capabilities capabilities
-	// lost holds, by namespace/name, the note of a Sync whose Inventory
+	// lost holds, by client.ObjectKey, the note of a Sync whose Inventory
 	// was found missing (missingInventory), until its status says so.
 	lost sync.Map
 	// notifier receives the events of Notify's recorders; nil without
@@ -162,8 +162,8 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	var s v1alpha1.Sync
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Store.Forget(req.String())
-			r.woken.Delete(req.String())
+			r.Store.Forget(req.NamespacedName)
+			r.woken.Delete(req.NamespacedName)
 			forgetSync(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -177,7 +177,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if s.Spec.Suspend {
 		logger.V(1).Info("suspended; not syncing")
 		// The sync after the resume compares every object.
-		r.Store.SetCompareAll(req.String())
+		r.Store.SetCompareAll(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if err := checkSpec(&s, r.Identities.tenancy()); err != nil {
@@ -194,7 +194,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	o := r.sync(syncCtx, &s, id)
 	cancel()
 	observeFailure(req.String(), o)
-	o.inventoryLost = r.takeLost(req.String())
+	o.inventoryLost = r.takeLost(req.NamespacedName)
 
 	interval := s.Spec.Interval.Duration
 	if interval <= 0 {
@@ -384,7 +384,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		return fail(keysFailure(err), err)
 	}
 	digest := engine.VariablesDigest(vars) + keys.Digest()
-	key := s.Namespace + "/" + s.Name
+	key := client.ObjectKeyFromObject(s)
 	// Objects a drift check saw changed and could not act on are
 	// compared, whatever the sync would otherwise skip.
 	marked := r.Store.ToCheck(key)
@@ -541,7 +541,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 // changed meanwhile. Other spec changes do not: they cost what a new
 // revision costs.
 func (r *SyncReconciler) mustCompare(s *v1alpha1.Sync) bool {
-	return requestPending(s) || r.Store.CompareAll(s.Namespace+"/"+s.Name)
+	return requestPending(s) || r.Store.CompareAll(client.ObjectKeyFromObject(s))
 }
 
 // comparedMarks returns the objects of marked that a sync compared with
@@ -672,7 +672,7 @@ func (r *SyncReconciler) watchedAndCurrent(s *v1alpha1.Sync, revision, variables
 	if revision != s.Status.LastAppliedRevision || s.Generation != appliedGeneration(&s.Status) || !r.watchedAndRecent(s) {
 		return false
 	}
-	return r.Store.HasRendered(s.Namespace+"/"+s.Name, s.UID, revision, s.Generation, variables)
+	return r.Store.HasRendered(client.ObjectKeyFromObject(s), RenderKey{UID: s.UID, Revision: revision, Generation: s.Generation, Variables: variables})
 }
 
 // watchedAndRecent reports whether a Sync may skip comparing objects that
@@ -685,11 +685,11 @@ func (r *SyncReconciler) watchedAndRecent(s *v1alpha1.Sync) bool {
 		meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) {
 		return false
 	}
-	last, compared := r.Store.LastFull(s.Namespace + "/" + s.Name)
+	last, compared := r.Store.LastFull(client.ObjectKeyFromObject(s))
 	if !compared || r.now().Sub(last) >= r.fullResync() {
 		return false
 	}
-	inv, ok := r.Store.Inventory(s.Namespace+"/"+s.Name, s.UID)
+	inv, ok := r.Store.Inventory(client.ObjectKeyFromObject(s), s.UID)
 	return ok && r.Watches.Covers(kindsOf(inv))
 }
 
@@ -713,20 +713,20 @@ func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
 // manifests a new revision that left the Sync's paths as they were (a
 // commit to another app of the repository).
 func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys, reader engine.Reader) ([]render.Object, string, error) {
-	key := s.Namespace + "/" + s.Name
-	digest := engine.VariablesDigest(vars) + keys.Digest()
-	if objects, ok := r.Store.Rendered(key, s.UID, revision, s.Generation, digest); ok {
+	key := client.ObjectKeyFromObject(s)
+	made := RenderKey{UID: s.UID, Revision: revision, Generation: s.Generation, Variables: engine.VariablesDigest(vars) + keys.Digest()}
+	if objects, ok := r.Store.Rendered(key, made); ok {
 		return objects, "", nil
 	}
 	inputs, known, err := r.Mirror().PathsDigest(ctx, req, revision, s.Spec.Paths)
 	if err != nil {
 		return nil, engine.FetchReason(err), err
 	}
-	if !known {
-		inputs = ""
+	if known {
+		made.Inputs = inputs
 	}
-	if objects, ok := r.Store.RenderedInputs(key, s.UID, s.Generation, digest, inputs); ok {
-		r.Store.SetRendered(key, s.UID, revision, s.Generation, digest, inputs, objects)
+	if objects, ok := r.Store.RenderedInputs(key, made); ok {
+		r.Store.SetRendered(key, made, objects)
 		return objects, "", nil
 	}
 	opts := r.RenderOptions
@@ -766,16 +766,15 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 	if beyond.Load() {
 		// A kustomization or chart may read files outside the paths,
 		// even one that made no object.
-		inputs = ""
+		made.Inputs = ""
 	}
-	cached := revision
 	if outside.Load() {
 		// A chart from a repository (a range picks up a new version) or
 		// valuesFrom may change without a commit: render again next time.
 		// Objects that did not change still cost no request (see known).
-		cached, inputs = "", ""
+		made.Revision, made.Inputs = "", ""
 	}
-	r.Store.SetRendered(key, s.UID, cached, s.Generation, digest, inputs, objects)
+	r.Store.SetRendered(key, made, objects)
 	return objects, "", nil
 }
 

@@ -78,7 +78,7 @@ func (r *SyncReconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	logger := log.FromContext(ctx)
-	key := s.Namespace + "/" + s.Name
+	key := client.ObjectKeyFromObject(s)
 	// From now on no drift check puts an object back: nothing is desired.
 	w := r.Store.BeginWrite(key, s.UID)
 	w.Replace(nil)

@@ -27,7 +27,7 @@ import (
 // The Store's copy is what makes a sync read what the previous one
 // wrote: the cache may not have seen that write yet.
 func (r *SyncReconciler) inventoryOf(ctx context.Context, s *v1alpha1.Sync) (entries []plan.Entry, unreadable, err error) {
-	key := s.Namespace + "/" + s.Name
+	key := client.ObjectKeyFromObject(s)
 	if entries, ok := r.Store.Inventory(key, s.UID); ok {
 		return entries, nil, nil
 	}
@@ -57,7 +57,7 @@ func missingInventory(s *v1alpha1.Sync) string {
 }
 
 // takeLost returns, once, the note missingInventory left for key.
-func (r *SyncReconciler) takeLost(key string) string {
+func (r *SyncReconciler) takeLost(key client.ObjectKey) string {
 	if v, ok := r.lost.LoadAndDelete(key); ok {
 		return v.(string)
 	}
@@ -83,7 +83,7 @@ func (r *SyncReconciler) recordInventory(ctx context.Context, s *v1alpha1.Sync, 
 // record listed, in the plan's order). The Sync's status is not touched:
 // writeStatus points at the Inventory and counts it.
 func (r *SyncReconciler) saveInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry) error {
-	key := s.Namespace + "/" + s.Name
+	key := client.ObjectKeyFromObject(s)
 	if known, ok := r.Store.Inventory(key, s.UID); ok && sameEntries(known, entries) && r.hasInventory(ctx, s) {
 		return nil
 	}

@@ -152,7 +152,7 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.S
 			// source here either.
 			continue
 		}
-		key := s.Namespace + "/" + s.Name
+		key := client.ObjectKeyFromObject(s)
 		inputs, hasInputs := r.Store.Inputs(key, s.UID, s.Generation)
 		g, err := json.Marshal(s.Spec.Source.Git)
 		if err != nil {
@@ -216,5 +216,5 @@ type wokenRevision struct {
 // wokenAt notes that s's ref pointed to revision after the notice that
 // woke it, so that its sync does not ask the remote again.
 func (r *SyncReconciler) wokenAt(s *v1alpha1.Sync, revision string) {
-	r.woken.Store(s.Namespace+"/"+s.Name, wokenRevision{generation: s.Generation, revision: revision, at: r.now()})
+	r.woken.Store(client.ObjectKeyFromObject(s), wokenRevision{generation: s.Generation, revision: revision, at: r.now()})
 }
