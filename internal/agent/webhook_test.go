@@ -1,4 +1,4 @@
-package cli
+package agent_test
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/testenv"
 )
@@ -43,23 +43,16 @@ func TestAgentWebhookSyncsThePushedBranchAtOnceAndNothingElse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mainFirst := fleet.Commit(t, "main", map[string]string{"main/config.yaml": configMapIn(ns, "from-main", "v1")})
+	mainFirst := fleet.Commit(t, "main", map[string]string{"main/config.yaml": agenttest.ConfigMap(ns, "from-main", "v1")})
 	fleet.Checkout(t, "dev")
-	devFirst := fleet.Commit(t, "dev", map[string]string{"dev/config.yaml": configMapIn(ns, "from-dev", "v1")})
+	devFirst := fleet.Commit(t, "dev", map[string]string{"dev/config.yaml": agenttest.ConfigMap(ns, "from-dev", "v1")})
 	fleet.Checkout(t, "main")
-	otherFirst := other.Commit(t, "other", map[string]string{"other/config.yaml": configMapIn(ns, "from-other", "v1")})
+	otherFirst := other.Commit(t, "other", map[string]string{"other/config.yaml": agenttest.ConfigMap(ns, "from-other", "v1")})
 
 	addr := loopbackAddr(t)
-	a := startAgent(t,
-		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
-		"--namespace", ns,
-		"--webhook-bind-address", addr,
-		"--webhook-secret", "webhook",
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
-		"--leader-elect=false",
-		"--cache-dir", t.TempDir(),
-	)
+	o := agenttest.Options(t, env.Config, ns)
+	o.WebhookAddr, o.WebhookSecret = addr, "webhook"
+	a := agenttest.Start(t, o)
 	syncs := map[string]struct {
 		repo   *testenv.Repo
 		branch string
@@ -84,16 +77,16 @@ func TestAgentWebhookSyncsThePushedBranchAtOnceAndNothingElse(t *testing.T) {
 		})
 	}
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
-	a.Eventually("main is applied", syncAppliedAt(key("main"), mainFirst))
-	a.Eventually("dev is applied", syncAppliedAt(key("dev"), devFirst))
-	a.Eventually("other is applied", syncAppliedAt(key("other"), otherFirst))
+	a.Eventually("main is applied", agenttest.AppliedAt(c, key("main"), mainFirst))
+	a.Eventually("dev is applied", agenttest.AppliedAt(c, key("dev"), devFirst))
+	a.Eventually("other is applied", agenttest.AppliedAt(c, key("other"), otherFirst))
 
 	// New commits everywhere; only webhooks can bring them in before an hour.
-	mainSecond := fleet.Commit(t, "main v2", map[string]string{"main/config.yaml": configMapIn(ns, "from-main", "v2")})
+	mainSecond := fleet.Commit(t, "main v2", map[string]string{"main/config.yaml": agenttest.ConfigMap(ns, "from-main", "v2")})
 	fleet.Checkout(t, "dev")
-	fleet.Commit(t, "dev v2", map[string]string{"dev/config.yaml": configMapIn(ns, "from-dev", "v2")})
+	fleet.Commit(t, "dev v2", map[string]string{"dev/config.yaml": agenttest.ConfigMap(ns, "from-dev", "v2")})
 	fleet.Checkout(t, "main")
-	other.Commit(t, "other v2", map[string]string{"other/config.yaml": configMapIn(ns, "from-other", "v2")})
+	other.Commit(t, "other v2", map[string]string{"other/config.yaml": agenttest.ConfigMap(ns, "from-other", "v2")})
 
 	hooks := webhookClient{t: t, url: "http://" + addr + "/hooks/github", secret: "s3cret"}
 	hooks.waitListening(a)
@@ -142,13 +135,13 @@ func TestAgentWebhookSyncsThePushedBranchAtOnceAndNothingElse(t *testing.T) {
 	if diff := cmp.Diff([]string{ns + "/main"}, reply.Woken); diff != "" {
 		t.Errorf("Syncs woken by the push to main (-want +got):\n%s", diff)
 	}
-	a.Within(20*time.Second, "main is applied at the pushed commit", syncAppliedAt(key("main"), mainSecond))
+	a.Within(20*time.Second, "main is applied at the pushed commit", agenttest.AppliedAt(c, key("main"), mainSecond))
 	t.Logf("push → Ready at the new commit: %s", time.Since(pushed).Round(time.Millisecond))
-	if v := configValue(t, ns, "from-main"); v != "v2" {
+	if v := agenttest.Greeting(t, c, ns, "from-main"); v != "v2" {
 		t.Errorf("from-main = %q after the push, want v2", v)
 	}
 	for name, rev := range map[string]string{"dev": devFirst, "other": otherFirst} {
-		if msg := syncAppliedAt(key(name), rev)(); msg != "" {
+		if msg := agenttest.AppliedAt(c, key(name), rev)(); msg != "" {
 			t.Errorf("Sync %s was synced though no push named it: %s", name, msg)
 		}
 	}
@@ -170,25 +163,6 @@ func TestAgentWebhookSyncsThePushedBranchAtOnceAndNothingElse(t *testing.T) {
 		t.Error("100 requests in a row: none refused with 429")
 	}
 	t.Logf("100 requests in a row: %d refused with 429", limited)
-}
-
-func TestAgentRefusesAWebhookAddressWithoutASecretBeforeConnecting(t *testing.T) {
-	var out, errOut bytes.Buffer
-	code := Execute([]string{"agent", "--webhook-bind-address", "127.0.0.1:0", "--kubeconfig", "/nonexistent/kubeconfig"}, &out, &errOut)
-	if code != 2 || !strings.Contains(errOut.String(), "needs --webhook-secret") {
-		t.Errorf("exit %d, %q; want 2 saying --webhook-secret is needed", code, errOut.String())
-	}
-}
-
-// loopbackAddr returns a loopback address with a port free a moment ago.
-func loopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func sign(secret string, body []byte) string {
@@ -262,7 +236,7 @@ func (w webhookClient) post(body []byte, signature, delivery string) (int, recei
 
 // waitListening waits until the receiver answers (a GET is refused with
 // 405 before any limit is counted).
-func (w webhookClient) waitListening(a *runningAgent) {
+func (w webhookClient) waitListening(a *agenttest.Agent) {
 	w.t.Helper()
 	a.Eventually("the webhook receiver listens", func() string {
 		resp, err := http.Get(w.url)

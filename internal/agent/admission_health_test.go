@@ -1,4 +1,4 @@
-package cli
+package agent_test
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // same Sync with good expressions is created.
 func TestAdmissionRefusesASyncWithBadHealthChecks(t *testing.T) {
 	ns := env.Namespace(t)
-	a := startAdmissionAgent(t, ns)
+	a := startAdmissionAgent(t, ns, "")
 	sync := func(name, failed string) string {
 		path := filepath.Join(t.TempDir(), name+".yaml")
 		doc := fmt.Sprintf(`apiVersion: driftless.dev/v1alpha1

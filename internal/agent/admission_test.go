@@ -1,11 +1,9 @@
-package cli
+package agent_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,37 +20,22 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/admission"
+	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
-// kubectl runs the real kubectl against the test control plane and
-// returns its stdout and stderr.
-func kubectl(t *testing.T, extraEnv []string, args ...string) (string, string, error) {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(env.ControlPlane.BinDir, "kubectl"), append([]string{"--kubeconfig", env.ControlPlane.KubeconfigPath()}, args...)...)
-	cmd.Env = append(os.Environ(), extraEnv...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	return out.String(), errOut.String(), err
-}
-
 // startAdmissionAgent runs an agent with the admission webhook registered
-// at a loopback URL, and removes the registration when the test ends.
-func startAdmissionAgent(t *testing.T, ns string, extra ...string) *runningAgent {
+// at a loopback URL, and removes the registration when the test ends;
+// breakGlass sets the group that may edit protected objects.
+func startAdmissionAgent(t *testing.T, ns string, breakGlass string) *agenttest.Agent {
 	t.Helper()
 	addr := loopbackAddr(t)
-	a := startAgent(t, append([]string{
-		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
-		"--namespace", ns,
-		"--admission-warnings",
-		"--admission-bind-address", addr,
-		"--admission-webhook-url", "https://" + addr + admission.Path,
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
-		"--leader-elect=false",
-		"--cache-dir", t.TempDir(),
-	}, extra...)...)
+	o := agenttest.Options(t, env.Config, ns)
+	o.Admission = true
+	o.AdmissionAddr = addr
+	o.AdmissionURL = "https://" + addr + admission.Path
+	o.AdmissionBreakGlassGroup = breakGlass
+	a := agenttest.Start(t, o)
 	t.Cleanup(func() {
 		_ = c.Delete(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: admission.ConfigurationName(ns)}})
 	})
@@ -80,11 +63,11 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
 	locked := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: locked\n  namespace: %s\n  annotations:\n    driftless.dev/protect: deny\ndata:\n  greeting: \"v1\"\n", ns)
 	rev := repo.Commit(t, "first", map[string]string{
-		"apps/app.yaml":    configMapIn(ns, "app", "v1"),
-		"apps/web.yaml":    deploymentIn(ns, "web"),
+		"apps/app.yaml":    agenttest.ConfigMap(ns, "app", "v1"),
+		"apps/web.yaml":    agenttest.Deployment(ns, "web"),
 		"apps/locked.yaml": locked,
 	})
-	a := startAdmissionAgent(t, ns, "--admission-break-glass-group", "driftless:break-glass")
+	a := startAdmissionAgent(t, ns, "driftless:break-glass")
 	sync := &v1alpha1.Sync{
 		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
 		Spec: v1alpha1.SyncSpec{
@@ -96,7 +79,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 	if err := c.Create(ctx, sync); err != nil {
 		t.Fatal(err)
 	}
-	a.Eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
 	if err := c.Create(ctx, mustConfigMap(ns, "unmanaged")); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +136,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 				t.Errorf("kubectl printed %q, want it to contain %q", stderr, want)
 			}
 		}
-		if got := configValue(t, ns, "locked"); got != "v1" {
+		if got := agenttest.Greeting(t, c, ns, "locked"); got != "v1" {
 			t.Errorf("greeting = %q after a refused edit, want v1", got)
 		}
 	})
@@ -168,7 +151,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 		}
 		// The agent's own revert of a protected object is not refused.
 		a.Eventually("the agent reverts the protected object", func() string {
-			if got := configValue(t, ns, "locked"); got != "v1" {
+			if got := agenttest.Greeting(t, c, ns, "locked"); got != "v1" {
 				return "greeting = " + got
 			}
 			return ""
@@ -187,7 +170,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 			t.Errorf("kubectl printed %q, want %q", stderr, want)
 		}
 		a.Eventually("the agent re-creates the deleted object", func() string {
-			if got := configValue(t, ns, "app"); got != "v1" {
+			if got := agenttest.Greeting(t, c, ns, "app"); got != "v1" {
 				return "greeting = " + got
 			}
 			return ""
@@ -205,15 +188,15 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 				t.Errorf("kubectl printed %q, want it to contain %q", stderr, want)
 			}
 		}
-		if got := configValue(t, ns, "locked"); got != "v1" {
+		if got := agenttest.Greeting(t, c, ns, "locked"); got != "v1" {
 			t.Errorf("greeting = %q after a refused delete, want v1", got)
 		}
 	})
 	t.Run("the agent prunes a protected object deleted from git", func(t *testing.T) {
 		rev := repo.Commit(t, "drop locked", map[string]string{"apps/locked.yaml": ""})
-		runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
-		a.Eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
-		if got := configValue(t, ns, "locked"); got != "" {
+		reconcile(t, ns+"/apps")
+		a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
+		if got := agenttest.Greeting(t, c, ns, "locked"); got != "" {
 			t.Errorf("the protected object removed from git is still there (greeting %q): the webhook refused the agent's prune", got)
 		}
 	})
@@ -251,7 +234,7 @@ func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 	locked := func(greeting string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: locked\n  namespace: %s\n  annotations:\n    driftless.dev/protect: deny\ndata:\n  greeting: %q\n", ns, greeting)
 	}
-	rev := repo.Commit(t, "first", map[string]string{"apps/locked.yaml": locked("v1"), "apps/app.yaml": configMapIn(ns, "app", "v1")})
+	rev := repo.Commit(t, "first", map[string]string{"apps/locked.yaml": locked("v1"), "apps/app.yaml": agenttest.ConfigMap(ns, "app", "v1")})
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "syncer"}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "syncer-" + ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
@@ -262,7 +245,7 @@ func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), binding) })
-	a := startAdmissionAgent(t, ns)
+	a := startAdmissionAgent(t, ns, "")
 	sync := &v1alpha1.Sync{
 		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
 		Spec: v1alpha1.SyncSpec{
@@ -275,7 +258,7 @@ func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 	if err := c.Create(ctx, sync); err != nil {
 		t.Fatal(err)
 	}
-	a.Eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
+	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
 	if _, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "locked", "-p", `{"data":{"greeting":"by hand"}}`); err == nil {
 		t.Fatalf("a person's patch of the protected object succeeded: %s", stderr)
 	}
@@ -305,20 +288,20 @@ func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 	if err := asSA.Delete(ctx, cm); err == nil || !strings.Contains(err.Error(), "is protected by driftless") {
 		t.Errorf("a delete of the protected object with the ServiceAccount's own token: %v, want it refused as protected", err)
 	}
-	if got := configValue(t, ns, "locked"); got != "v1" {
+	if got := agenttest.Greeting(t, c, ns, "locked"); got != "v1" {
 		t.Errorf("greeting = %q after the ServiceAccount's token tried to change and delete it, want v1", got)
 	}
 
 	rev = repo.Commit(t, "change", map[string]string{"apps/locked.yaml": locked("v2")})
-	runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
-	a.Eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
-	if got := configValue(t, ns, "locked"); got != "v2" {
+	reconcile(t, ns+"/apps")
+	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
+	if got := agenttest.Greeting(t, c, ns, "locked"); got != "v2" {
 		t.Errorf("greeting = %q after a commit changed it to v2: the webhook refused the agent's apply as the Sync's ServiceAccount", got)
 	}
 	rev = repo.Commit(t, "drop", map[string]string{"apps/locked.yaml": ""})
-	runCLI(t, "reconcile", ns+"/apps", "--wait", "--timeout", "1m", "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 0)
-	a.Eventually("the Sync is applied", syncAppliedAt(client.ObjectKeyFromObject(sync), rev))
-	if got := configValue(t, ns, "locked"); got != "" {
+	reconcile(t, ns+"/apps")
+	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
+	if got := agenttest.Greeting(t, c, ns, "locked"); got != "" {
 		t.Errorf("the protected object removed from git is still there (greeting %q): the webhook refused the agent's prune as the Sync's ServiceAccount", got)
 	}
 }

@@ -1,10 +1,11 @@
-package cli
+package agent_test
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -43,30 +45,22 @@ func TestSeedStoryPrunedCustomResourcesStayPruned(t *testing.T) {
 	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
 	rev := repo.Commit(t, "initial", map[string]string{
 		"namespaces/widgets-crd.yaml": crd,
-		"workloads/a-config.yaml":     configMapIn(ns, "a-config", "git"),
+		"workloads/a-config.yaml":     agenttest.ConfigMap(ns, "a-config", "git"),
 		"workloads/b-widget-0.yaml":   widget(0),
 	})
-	a := startAgent(t,
-		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
-		"--namespace", ns,
-		"--git-url", repo.FileURL(),
-		"--git-branch", "main",
-		"--git-path", "namespaces,workloads",
-		"--sync-interval", "1s",
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
-		"--leader-elect=false",
-		"--cache-dir", t.TempDir(),
-	)
+	o := agenttest.Options(t, env.Config, ns)
+	o.GitURL, o.GitBranch, o.GitPaths = repo.FileURL(), "main", []string{"namespaces", "workloads"}
+	o.SyncInterval = time.Second
+	a := agenttest.Start(t, o)
 	root := client.ObjectKey{Namespace: ns, Name: "default"}
-	a.Eventually("the first commit is applied", syncAppliedAt(root, rev))
+	a.Eventually("the first commit is applied", agenttest.AppliedAt(c, root, rev))
 
 	for i := 1; i <= seedRounds; i++ {
 		rev = repo.Commit(t, fmt.Sprintf("round %d", i), map[string]string{
 			fmt.Sprintf("workloads/b-widget-%d.yaml", i-1): "",
 			fmt.Sprintf("workloads/b-widget-%d.yaml", i):   widget(i),
 		})
-		a.Eventually(fmt.Sprintf("round %d is applied", i), syncAppliedAt(root, rev))
+		a.Eventually(fmt.Sprintf("round %d is applied", i), agenttest.AppliedAt(c, root, rev))
 		a.Eventually(fmt.Sprintf("round %d: the pruned w-%d is gone", i, i-1), widgetGone(group, ns, fmt.Sprintf("w-%d", i-1)))
 	}
 
@@ -83,7 +77,7 @@ func TestSeedStoryPrunedCustomResourcesStayPruned(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Eventually("the hand edit is reverted", func() string {
-		if v := configValue(t, ns, "a-config"); v != "git" {
+		if v := agenttest.Greeting(t, c, ns, "a-config"); v != "git" {
 			return "greeting = " + v
 		}
 		return ""
