@@ -456,7 +456,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 				if o.hold != nil {
 					return wait(ctx) // a new commit does not supersede a hold
 				}
-				return untilSuperseded(ctx, req, o.revision, wait)
+				return untilSuperseded(ctx, r.Mirror(), req, o.revision, wait)
 			})
 		},
 	}

@@ -25,8 +25,11 @@ var revisionPoll = 3 * time.Second
 
 // untilSuperseded runs wait with a context that ends when git moves on
 // from revision (errSuperseded), so that a fix pushed for a failing
-// rollout is applied at once rather than after the timeout.
-func untilSuperseded(ctx context.Context, req source.Request, revision string, wait func(context.Context) error) error {
+// rollout is applied at once rather than after the timeout. It asks
+// through the mirror's shared resolve, taking any answer younger than
+// revisionPoll: however many Syncs of a repository wait, their waits
+// cost one ls-remote per revisionPoll in total.
+func untilSuperseded(ctx context.Context, mirror *source.Mirror, req source.Request, revision string, wait func(context.Context) error) error {
 	waitCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -36,7 +39,8 @@ func untilSuperseded(ctx context.Context, req source.Request, revision string, w
 				return
 			case <-time.After(revisionPoll):
 			}
-			if rev, err := source.Resolve(waitCtx, req); err == nil && rev != revision {
+			rev, err := mirror.ResolveSince(waitCtx, req, time.Now().Add(-revisionPoll))
+			if err == nil && rev != revision {
 				cancel(fmt.Errorf("%w (%s)", errSuperseded, source.Short(rev)))
 				return
 			}

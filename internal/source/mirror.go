@@ -58,6 +58,9 @@ type Mirror struct {
 
 	resolveMu sync.Mutex
 	resolving map[string]*refResolution
+	// resolved is the last answer of each ref, for ResolveSince: one
+	// entry per repository, credentials and ref ever resolved.
+	resolved map[string]resolvedRef
 
 	fetches  atomic.Int64
 	trees    atomic.Int64

@@ -37,6 +37,10 @@ func (r *Repo) SSHURL() string { return fmt.Sprintf("ssh://git@%s/%s.git", r.srv
 // HTTPURL is the repository's smart-HTTP URL.
 func (r *Repo) HTTPURL() string { return fmt.Sprintf("%s/%s.git", r.srv.httpServer.URL, r.Name) }
 
+// UploadPacks is how many ls-remotes, fetches and clones the repository
+// has served over SSH and HTTP (see GitServer.UploadPacks).
+func (r *Repo) UploadPacks() int { return r.srv.UploadPacks(r.Name) }
+
 // FileURL is the repository's file:// URL.
 func (r *Repo) FileURL() string { return "file://" + r.Bare }
 

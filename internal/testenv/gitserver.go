@@ -47,6 +47,31 @@ type GitServer struct {
 	conns       map[net.Conn]struct{}
 	// authorized are the keys added with AuthorizeKey, guarded by mu.
 	authorized []ssh.PublicKey
+	// uploadPacks counts the upload-pack sessions of each repository,
+	// guarded by mu.
+	uploadPacks map[string]int
+}
+
+// UploadPacks is how many times a client has asked repository name
+// (as NewRepo named it) for its refs since the server started, over SSH
+// and HTTP: every ls-remote, fetch and clone counts one. Tests count the
+// requests a fleet of Syncs costs the git host with it.
+func (s *GitServer) UploadPacks(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.uploadPacks[name]
+}
+
+// countUploadPack counts an upload-pack of the repository at rel, a path
+// under Root such as "/fleet.git".
+func (s *GitServer) countUploadPack(rel string) {
+	name := strings.TrimSuffix(strings.Trim(filepath.Clean("/"+rel), "/"), ".git")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.uploadPacks == nil {
+		s.uploadPacks = map[string]int{}
+	}
+	s.uploadPacks[name]++
 }
 
 // NewGitServer starts a git server for the test; it stops when the test ends.
@@ -112,6 +137,9 @@ func (s *GitServer) start() error {
 				http.Error(w, "authentication required", http.StatusUnauthorized)
 				return
 			}
+		}
+		if rel, ok := strings.CutSuffix(r.URL.Path, "/info/refs"); ok && r.URL.Query().Get("service") == "git-upload-pack" {
+			s.countUploadPack(rel)
 		}
 		backend.ServeHTTP(w, r)
 	}))
@@ -275,6 +303,9 @@ func (s *GitServer) runGit(ch ssh.Channel, command string, env []string) int {
 	if _, err := os.Stat(dir); err != nil {
 		fmt.Fprintf(ch.Stderr(), "repository %q not found\n", rel)
 		return 1
+	}
+	if verb == "git-upload-pack" {
+		s.countUploadPack(rel)
 	}
 	cmd := exec.Command("git", strings.TrimPrefix(verb, "git-"), dir)
 	cmd.Env = append(os.Environ(), env...)
