@@ -9,9 +9,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/plan"
 )
 
@@ -71,8 +73,9 @@ func (m *Manager) waitHealthy(ctx context.Context, steps []plan.Step, timeout ti
 	// that fails as time runs out (the client's rate limiter refuses a
 	// request it cannot send before the deadline) must not hide it.
 	read := map[plan.ID]Health{}
+	unlisted := map[healthGroup]bool{}
 	for {
-		healths := m.health(ctx, pending)
+		healths := m.health(ctx, pending, unlisted)
 		var still []plan.Step
 		last = last[:0]
 		var failed bool
@@ -114,8 +117,86 @@ func (m *Manager) waitHealthy(ctx context.Context, steps []plan.Step, timeout ti
 	}
 }
 
-func (m *Manager) health(ctx context.Context, steps []plan.Step) []Health {
-	return byRank(ctx, m, steps, func(plan.Step) plan.Rank { return 0 }, m.healthOf)
+// healthGroup is the kind and namespace of objects whose health one LIST
+// reads.
+type healthGroup struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+}
+
+// health reads the verdict on each of steps. Objects of one kind and
+// namespace, two or more, are read with one LIST of the Owner's objects
+// (label driftless.dev/sync) rather than a GET each: a wait for a wave of
+// a hundred Deployments costs one request per poll, not a hundred. An
+// object the LIST does not return (not labelled, or gone) is read with a
+// GET; so is a group whose LIST fails, and unlisted remembers the groups
+// whose LIST was refused so that later polls do not ask again (a tenant's
+// account may get objects it may not list).
+func (m *Manager) health(ctx context.Context, steps []plan.Step, unlisted map[healthGroup]bool) []Health {
+	out := make([]Health, len(steps))
+	var groups []healthGroup
+	members := map[healthGroup][]int{}
+	for i, s := range steps {
+		g := healthGroup{gvk: s.Object.Object.GroupVersionKind(), namespace: s.Object.Object.GetNamespace()}
+		if len(members[g]) == 0 {
+			groups = append(groups, g)
+		}
+		members[g] = append(members[g], i)
+	}
+	var listed []healthGroup
+	for _, g := range groups {
+		if m.opts.Owner != "" && len(members[g]) > 1 && !unlisted[g] {
+			listed = append(listed, g)
+		}
+	}
+	type listing struct {
+		live    map[string]*unstructured.Unstructured
+		refused bool
+	}
+	lists := byRank(ctx, m, listed, func(healthGroup) plan.Rank { return 0 }, func(ctx context.Context, g healthGroup) listing {
+		live, err := m.listOwned(ctx, g)
+		return listing{live: live, refused: apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err)}
+	})
+	got := make([]bool, len(steps))
+	for j, g := range listed {
+		if lists[j].refused {
+			unlisted[g] = true
+		}
+		for _, i := range members[g] {
+			if u, ok := lists[j].live[steps[i].Object.Object.GetName()]; ok {
+				out[i], got[i] = m.verdict(ctx, steps[i], u), true
+			}
+		}
+	}
+	var rest []int
+	for i := range steps {
+		if !got[i] {
+			rest = append(rest, i)
+		}
+	}
+	read := byRank(ctx, m, rest, func(int) plan.Rank { return 0 }, func(ctx context.Context, i int) Health { return m.healthOf(ctx, steps[i]) })
+	for j, i := range rest {
+		out[i] = read[j]
+	}
+	return out
+}
+
+// listOwned lists the objects of g that carry the Owner's label, by name.
+func (m *Manager) listOwned(ctx context.Context, g healthGroup) (map[string]*unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(g.gvk.GroupVersion().WithKind(g.gvk.Kind + "List"))
+	opts := []client.ListOption{client.MatchingLabels{v1alpha1.SyncLabel: m.opts.Owner}}
+	if g.namespace != "" {
+		opts = append(opts, client.InNamespace(g.namespace))
+	}
+	if err := m.client.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].GetName()] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // waitWave waits until the objects of w are healthy, through
@@ -147,19 +228,23 @@ func (m *Manager) waitWave(ctx context.Context, w Wave) error {
 	return wait(ctx)
 }
 
+// healthOf reads the object of s with a GET and gives the verdict on it.
 func (m *Manager) healthOf(ctx context.Context, s plan.Step) Health {
-	h := Health{ID: s.ID, Origin: s.Object.Origin.String()}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(s.Object.Object.GroupVersionKind())
 	err := m.client.Get(ctx, client.ObjectKeyFromObject(s.Object.Object), u)
 	switch {
 	case apierrors.IsNotFound(err):
-		h.Status, h.Message = status.NotFoundStatus, "not found"
-		return h
+		return Health{ID: s.ID, Origin: s.Object.Origin.String(), Status: status.NotFoundStatus, Message: "not found"}
 	case err != nil:
-		h.Status, h.Message = status.UnknownStatus, err.Error()
-		return h
+		return Health{ID: s.ID, Origin: s.Object.Origin.String(), Status: status.UnknownStatus, Message: err.Error()}
 	}
+	return m.verdict(ctx, s, u)
+}
+
+// verdict is the health of s's object as read live (u).
+func (m *Manager) verdict(ctx context.Context, s plan.Step, u *unstructured.Unstructured) Health {
+	h := Health{ID: s.ID, Origin: s.Object.Origin.String()}
 	h.Status, h.Message = HealthWith(ctx, m.opts.Wait.Checks, u)
 	return h
 }

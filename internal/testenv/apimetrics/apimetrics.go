@@ -1,0 +1,98 @@
+// Package apimetrics reads how many requests an API server has served,
+// by verb and resource, from its /metrics (apiserver_request_total). The
+// bench and the request-count budgets of tests read it before and after
+// what they measure. It sees every client of the server, not only one
+// process's, so a measure is exact only while nothing else asks for the
+// resources it counts.
+package apimetrics
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// Key is a verb as the API server names it (GET, LIST, WATCH, POST, PUT,
+// PATCH, APPLY, DELETE, DELETECOLLECTION), with " dry-run" appended for
+// dry runs, and a resource[/subresource] ("non-resource" for paths such
+// as /healthz).
+type Key struct {
+	Verb     string
+	Resource string
+}
+
+// Counts counts requests by Key.
+type Counts map[Key]int
+
+// Minus returns c − before, leaving out the keys that did not change.
+func (c Counts) Minus(before Counts) Counts {
+	out := Counts{}
+	for k, v := range c {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// Read reads apiserver_request_total from the API server's /metrics
+// with cs, which may read it (the admin's client), and sums it by verb and
+// resource.
+func Read(ctx context.Context, cs kubernetes.Interface) (Counts, error) {
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the API server's /metrics: %w", err)
+	}
+	out := Counts{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		labelText, valueText, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		value, err := strconv.ParseFloat(strings.TrimSpace(valueText), 64)
+		if err != nil {
+			continue
+		}
+		labels := parseLabels(labelText)
+		resource := labels["resource"]
+		if resource == "" {
+			resource = "non-resource"
+		}
+		if sub := labels["subresource"]; sub != "" {
+			resource += "/" + sub
+		}
+		verb := labels["verb"]
+		if labels["dry_run"] != "" {
+			verb += " dry-run"
+		}
+		out[Key{Verb: verb, Resource: resource}] += int(value)
+	}
+	return out, sc.Err()
+}
+
+// parseLabels parses `a="x",b="y"`; label values here never hold quotes.
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for s != "" {
+		name, rest, ok := strings.Cut(s, `="`)
+		if !ok {
+			break
+		}
+		value, rest, _ := strings.Cut(rest, `"`)
+		out[name] = value
+		s = strings.TrimPrefix(rest, ",")
+	}
+	return out
+}
