@@ -129,20 +129,44 @@ func (k kustomization) generate(r *renderer) {
 	}
 }
 
-// kustomizeMu serialises builds: Kustomize keeps global state, such as the
-// OpenAPI schema a kustomization may set, which a build running at the same
-// time would use.
-var kustomizeMu sync.Mutex
+// kustomizeSchema guards the OpenAPI schema of kyaml (package openapi:
+// kubernetesOpenAPIVersion, customSchema and globalSchema), the one piece
+// of Kustomize's state that is global to the process. Every build reads it
+// (strategic merge patches, whether a kind is namespaced), and a
+// kustomization's openapi: field replaces it (krusty's SetSchema). Builds
+// whose kustomizations set no schema only read it once it is parsed, so
+// they share the lock and run in parallel; a build of a kustomization
+// that sets one holds it alone, and puts the built-in schema back before
+// it lets the others in, so that no later build of any Sync uses it; it
+// starts from no schema, so that it sees only the one it sets.
+var (
+	kustomizeSchema sync.RWMutex
+	builtinOnce     sync.Once
+)
+
+// useBuiltinSchema makes kyaml's schema the built-in Kubernetes one, and
+// parses it now: a build that parses it lazily writes the schema's maps
+// while a build running beside it reads them.
+func useBuiltinSchema() {
+	openapi.ResetOpenAPI()
+	openapi.Schema()
+}
 
 // build runs Kustomize on dir with every plugin off, through fsys, which
-// keeps it inside the repository. resetSchema forgets, after the build, the
-// OpenAPI schema a kustomization set, which Kustomize would otherwise use in
-// every later build, of any Sync.
-func build(fsys *repoFS, dir string, resetSchema bool) (m resmap.ResMap, err error) {
-	kustomizeMu.Lock()
-	defer kustomizeMu.Unlock()
-	if resetSchema {
-		defer openapi.ResetOpenAPI()
+// keeps it inside the repository. setsSchema says that one of the
+// kustomizations it reads sets an OpenAPI schema (see kustomizeSchema).
+func build(fsys *repoFS, dir string, setsSchema bool) (m resmap.ResMap, err error) {
+	builtinOnce.Do(useBuiltinSchema)
+	if setsSchema {
+		kustomizeSchema.Lock()
+		defer kustomizeSchema.Unlock()
+		// Start from no schema, so that the build sees the one it sets
+		// and nothing of the built-in one parsed before.
+		openapi.ResetOpenAPI()
+		defer useBuiltinSchema()
+	} else {
+		kustomizeSchema.RLock()
+		defer kustomizeSchema.RUnlock()
 	}
 	defer func() {
 		if p := recover(); p != nil {
