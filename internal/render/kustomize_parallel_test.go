@@ -9,13 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Builds run in parallel, and each sees the OpenAPI schema its own
-// kustomizations set, or the built-in one when they set none, however
-// the builds of other Syncs interleave: a strategic merge patch merges a
-// StatefulSet's containers with the built-in schema, and replaces them
-// with a custom schema that defines no kinds.
-func TestKustomizeBuildsInParallelEachWithItsOwnSchema(t *testing.T) {
-	statefulSet := `apiVersion: apps/v1
+// statefulSetDB and memoryPatchDB are a StatefulSet and a strategic merge
+// patch of its containers.
+const (
+	statefulSetDB = `apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: db}
 spec:
@@ -24,7 +21,7 @@ spec:
       containers:
       - {name: db, image: postgres:17}
 `
-	patch := `apiVersion: apps/v1
+	memoryPatchDB = `apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: db}
 spec:
@@ -34,16 +31,24 @@ spec:
       - name: db
         resources: {requests: {memory: 64Mi}}
 `
+)
+
+// Builds run in parallel, and each sees the OpenAPI schema its own
+// kustomizations set, or the built-in one when they set none, however
+// the builds of other Syncs interleave: a strategic merge patch merges a
+// StatefulSet's containers with the built-in schema, and replaces them
+// with a custom schema that defines no kinds.
+func TestKustomizeBuildsInParallelEachWithItsOwnSchema(t *testing.T) {
 	custom := checkout(t, map[string]string{
 		"kustomization.yaml": "resources: [db.yaml]\npatches:\n- path: memory.yaml\nopenapi:\n  path: schema.json\n",
 		"schema.json":        `{"swagger": "2.0", "info": {"title": "none", "version": "v1"}, "paths": {}, "definitions": {}}`,
-		"db.yaml":            statefulSet,
-		"memory.yaml":        patch,
+		"db.yaml":            statefulSetDB,
+		"memory.yaml":        memoryPatchDB,
 	})
 	builtin := checkout(t, map[string]string{
 		"kustomization.yaml": "resources: [db.yaml]\npatches:\n- path: memory.yaml\n",
-		"db.yaml":            statefulSet,
-		"memory.yaml":        patch,
+		"db.yaml":            statefulSetDB,
+		"memory.yaml":        memoryPatchDB,
 	})
 	memory := map[string]any{"resources": map[string]any{"requests": map[string]any{"memory": "64Mi"}}}
 	merged := []any{map[string]any{"name": "db", "image": "postgres:17", "resources": memory["resources"]}}

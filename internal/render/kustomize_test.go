@@ -386,25 +386,8 @@ func TestRenderForgetsTheOpenAPISchemaOfAKustomization(t *testing.T) {
 		"custom/schema.json":        `{"swagger": "2.0", "info": {"title": "none", "version": "v1"}, "paths": {}, "definitions": {}}`,
 		"custom/cm.yaml":            configMap("custom"),
 		"db/kustomization.yaml":     "resources: [db.yaml]\npatches:\n- path: memory.yaml\n",
-		"db/db.yaml": `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db}
-spec:
-  template:
-    spec:
-      containers:
-      - {name: db, image: postgres:17}
-`,
-		"db/memory.yaml": `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db}
-spec:
-  template:
-    spec:
-      containers:
-      - name: db
-        resources: {requests: {memory: 64Mi}}
-`,
+		"db/db.yaml":                statefulSetDB,
+		"db/memory.yaml":            memoryPatchDB,
 	}
 	objs, err := render(t, files, Options{Paths: []string{"custom", "db"}})
 	if err != nil {
