@@ -57,6 +57,7 @@ func TestSyncsWaitingOnARolloutCostTheGitHostOneLsRemotePerInterval(t *testing.T
 	<-time.After(4 * revisionPoll)
 	got, elapsed := h.repo.UploadPacks()-before, time.Since(start)
 	budget := int(elapsed/revisionPoll) + 1
+	t.Logf("%d Syncs waiting on a rollout for %s: %d ls-remotes", waiting, elapsed.Round(time.Millisecond), got)
 	if got > budget {
 		t.Errorf("%d Syncs waiting on a rollout for %s cost the git host %d ls-remotes; want at most one per %s in total (%d)",
 			waiting, elapsed.Round(time.Second), got, revisionPoll, budget)

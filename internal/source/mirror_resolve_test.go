@@ -98,6 +98,7 @@ func TestMirrorResolveSinceCostsOneLsRemotePerIntervalForAnyNumberOfPollers(t *t
 	cancel()
 	wg.Wait()
 	elapsed := time.Since(start)
+	t.Logf("%d pollers over %s: %d ls-remotes", pollers, elapsed.Round(time.Millisecond), m.Stats().Resolves)
 	if got, budget := m.Stats().Resolves, int64(elapsed/interval)+1; got > budget {
 		t.Errorf("%d pollers over %s ran %d ls-remotes; want at most one per %s (%d)", pollers, elapsed, got, interval, budget)
 	}
