@@ -144,11 +144,21 @@ func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	now := metav1.NewTime(r.now())
 	status.LastUpdate = &now
+	// failures are the problems that are not a policy's first scan still
+	// to come: only they make a Warning (and a notification).
+	var failures []string
 	for _, p := range out.Problems {
 		status.Problems = append(status.Problems, p.Error())
+		if !p.Waiting {
+			failures = append(failures, p.Error())
+		}
+	}
+	failed := func(err error) {
+		status.Problems = append(status.Problems, err.Error())
+		failures = append(failures, err.Error())
 	}
 	if err != nil {
-		status.Problems = append(status.Problems, err.Error())
+		failed(err)
 	}
 	mode := s.Spec.ImageUpdate.ImageUpdateModeOrDefault()
 	commit := mode == v1alpha1.ImageUpdateCommit
@@ -169,7 +179,7 @@ func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		pr, err := r.propose(ctx, &s, forge, out)
 		status.PullRequest = pr
 		if err != nil {
-			status.Problems = append(status.Problems, err.Error())
+			failed(err)
 		}
 	case commit && out.Commit != "":
 		status.LastCommit = out.Commit
@@ -182,10 +192,10 @@ func (r *UpdateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 				"Report mode, nothing committed; would commit to branch %s: %s", r.branch(&s), summary(out.Changes))
 		}
 	}
-	if len(status.Problems) > 0 {
-		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, ReasonImageUpdateFailed, "ImageUpdate", "%s", strings.Join(status.Problems, "; "))
+	if len(failures) > 0 {
+		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, ReasonImageUpdateFailed, "ImageUpdate", "%s", strings.Join(failures, "; "))
 	}
-	observeUpdate(req.String(), commit && out.Commit != "" || mode == v1alpha1.ImageUpdatePullRequest && out.Pushed, len(status.Problems))
+	observeUpdate(req.String(), commit && out.Commit != "" || mode == v1alpha1.ImageUpdatePullRequest && out.Pushed, len(failures))
 	base := s.DeepCopy()
 	s.Status.ImageUpdate = status
 	if err := r.Client.Status().Patch(ctx, &s, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
@@ -343,11 +353,10 @@ func (l *clusterLookup) Policy(namespace, name string) (setters.Latest, error) {
 		return setters.Latest{}, err
 	}
 	if p.Status.LatestTag == "" {
-		why := "it has not scanned yet"
 		if c := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); c != nil {
-			why = c.Message
+			return setters.Latest{}, fmt.Errorf("has selected no tag yet: %s", c.Message)
 		}
-		return setters.Latest{}, fmt.Errorf("has selected no tag yet: %s", why)
+		return setters.Latest{}, fmt.Errorf("has selected no tag yet: %w", setters.ErrNotScanned)
 	}
 	return setters.Latest{Image: p.Spec.Image, Tag: p.Status.LatestTag, Digest: p.Status.LatestDigest}, nil
 }

@@ -104,3 +104,8 @@ func ParseRef(s string) Ref {
 // ErrNoPolicy is what a Lookup returns, wrapped, for a policy that does
 // not exist.
 var ErrNoPolicy = errors.New("no such ImagePolicy")
+
+// ErrNotScanned is what a Lookup returns, wrapped, for a policy that has
+// not scanned its registry yet: a wait (the update runs again when it
+// has), not a failure.
+var ErrNotScanned = errors.New("it has not scanned yet")

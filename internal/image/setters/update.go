@@ -48,6 +48,9 @@ type Problem struct {
 	File    string
 	Line    int
 	Message string
+	// Waiting: the marker's policy has not scanned yet (ErrNotScanned);
+	// the marker is applied once it has.
+	Waiting bool
 }
 
 func (p Problem) Error() string { return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Message) }
@@ -190,7 +193,7 @@ func UpdateFile(file string, data []byte, lookup Lookup) ([]byte, []v1alpha1.Ima
 				if errors.Is(err, ErrNoPolicy) {
 					msg = fmt.Sprintf("the marker names ImagePolicy %s, which does not exist; create it or fix the marker", m.Policy())
 				}
-				problems = append(problems, Problem{File: file, Line: n.Line, Message: msg})
+				problems = append(problems, Problem{File: file, Line: n.Line, Message: msg, Waiting: errors.Is(err, ErrNotScanned)})
 				return
 			}
 			value, err := setField(n.Value, m.Field, latest)

@@ -32,6 +32,9 @@ var registryTags = map[string][]string{
 }
 
 func (fakeLookup) Policy(ns, name string) (Latest, error) {
+	if name == "unscanned" {
+		return Latest{}, fmt.Errorf("has selected no tag yet: %w", ErrNotScanned)
+	}
 	l, ok := selections[ns+"/"+name]
 	if !ok {
 		return Latest{}, fmt.Errorf("%s/%s: %w", ns, name, ErrNoPolicy)
@@ -218,5 +221,29 @@ func TestUpdateDryRunWritesNothing(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(root, "a.yaml")); string(got) != content {
 		t.Errorf("dry run wrote:\n%s", got)
+	}
+}
+
+// A policy that has not scanned yet is a wait, not a failure: its problem
+// says so (Waiting), where a policy that scanned and selected nothing is
+// a failure to report.
+func TestAPolicyNotScannedYetIsAWaitingProblem(t *testing.T) {
+	root := t.TempDir()
+	content := "a: app:1.0.0 # {\"$imagepolicy\": \"flux-system:unscanned\"}\n" +
+		"b: app:1.0.0 # {\"$imagepolicy\": \"flux-system:pending\"}\n"
+	if err := os.WriteFile(filepath.Join(root, "app.yaml"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Update(Options{Root: root}, fakeLookup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 2 {
+		t.Fatalf("problems %v, want two", res.Problems)
+	}
+	for _, p := range res.Problems {
+		if want := strings.Contains(p.Message, "unscanned"); p.Waiting != want {
+			t.Errorf("problem %q: Waiting = %v, want %v", p.Error(), p.Waiting, want)
+		}
 	}
 }
