@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/agent"
 	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/cli"
 	"github.com/driftless/driftless/internal/testenv"
@@ -64,7 +65,11 @@ type fixture struct {
 // newFixture starts an agent as production runs it (tenancy on: the Sync
 // acts as the tenant's ServiceAccount, which may do anything in its
 // namespace only), creates the Sync web and waits until it is Ready.
-func newFixture(t *testing.T) fixture {
+func newFixture(t *testing.T) fixture { t.Helper(); return newFixtureWith(t, nil) }
+
+// newFixtureWith is newFixture with the agent's options changed by opts
+// (when not nil) before it starts.
+func newFixtureWith(t *testing.T, opts func(*agent.Options)) fixture {
 	t.Helper()
 	ctx := context.Background()
 	agentNS := env.Namespace(t)
@@ -86,7 +91,11 @@ func newFixture(t *testing.T) fixture {
 		"apps/config.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: %s\ndata:\n  greeting: hello\n", ns),
 		"apps/secret.yaml": fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: web-key\n  namespace: %s\nstringData:\n  key: %s\n", ns, secretValue),
 	})
-	agenttest.Start(t, agenttest.Options(t, env.Config, agentNS))
+	o := agenttest.Options(t, env.Config, agentNS)
+	if opts != nil {
+		opts(&o)
+	}
+	agenttest.Start(t, o)
 	s := &v1alpha1.Sync{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: v1alpha1.SyncSpec{

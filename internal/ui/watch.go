@@ -7,24 +7,38 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 )
 
-// clusterState is one cluster: a client as the viewer, and the Syncs a
-// watch keeps up to date.
+// clientOptions are what every client of a cluster shares.
+type clientOptions struct {
+	Scheme *runtime.Scheme
+	Mapper meta.RESTMapper
+}
+
+// clusterState is one cluster: a client as the viewer (local mode) or as
+// the dashboard itself (in-cluster mode, where requests act as their
+// viewer through auth), and the Syncs a watch keeps up to date.
 type clusterState struct {
-	name   string
-	client client.WithWatch
-	host   string
-	cache  cache.Cache
-	hub    *hub
+	name    string
+	client  client.WithWatch
+	host    string
+	cache   cache.Cache
+	hub     *hub
+	options clientOptions
+	// auth, in the in-cluster mode, reviews viewers and makes their
+	// clients.
+	auth *authenticator
 
 	// newEventsCache makes the cache of the Events of Syncs.
 	newEventsCache func() (cache.Cache, error)
@@ -47,23 +61,31 @@ func newClusterState(c Cluster, h *hub) (*clusterState, error) {
 			return nil, err
 		}
 	}
-	cl, err := client.NewWithWatch(c.Config, client.Options{Scheme: scheme})
+	hc, err := rest.HTTPClientFor(c.Config)
 	if err != nil {
 		return nil, fmt.Errorf("context %s: connect to the API server %s: %w", c.Name, c.Config.Host, err)
 	}
-	ca, err := cache.New(c.Config, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+	mapper, err := apiutil.NewDynamicRESTMapper(c.Config, hc)
+	if err != nil {
+		return nil, fmt.Errorf("context %s: connect to the API server %s: %w", c.Name, c.Config.Host, err)
+	}
+	cl, err := client.NewWithWatch(c.Config, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: hc})
+	if err != nil {
+		return nil, fmt.Errorf("context %s: connect to the API server %s: %w", c.Name, c.Config.Host, err)
+	}
+	ca, err := cache.New(c.Config, cache.Options{Scheme: scheme, Mapper: mapper, HTTPClient: hc, ByObject: map[client.Object]cache.ByObject{
 		&v1alpha1.Sync{}: {},
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("context %s: %w", c.Name, err)
 	}
 	newEventsCache := func() (cache.Cache, error) {
-		return cache.New(c.Config, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{
+		return cache.New(c.Config, cache.Options{Scheme: scheme, Mapper: mapper, HTTPClient: hc, ByObject: map[client.Object]cache.ByObject{
 			&eventsv1.Event{}: {Field: syncEvents},
 		}})
 	}
 	return &clusterState{name: c.Name, client: cl, host: c.Config.Host, cache: ca, newEventsCache: newEventsCache, hub: h,
-		listed: make(chan struct{})}, nil
+		options: clientOptions{Scheme: scheme, Mapper: mapper}, listed: make(chan struct{})}, nil
 }
 
 // run lists the cluster's Syncs once, within timeout, to learn whether
@@ -141,15 +163,29 @@ func (c *clusterState) notifier() toolscache.ResourceEventHandler {
 	}
 }
 
+// clientFor is the client of the request of ctx: in the in-cluster
+// mode, one impersonating its viewer; else the context's own.
+func (c *clusterState) clientFor(ctx context.Context) (client.Client, error) {
+	v := viewerOf(ctx)
+	if v == nil || c.auth == nil {
+		return c.client, nil
+	}
+	return c.auth.clientAs(v, c.options)
+}
+
 // eventReader is where a Sync's Events are read: the watch's cache, or
-// the API server.
-func (c *clusterState) eventReader() client.Reader {
+// the API server; in the in-cluster mode, always the API server as the
+// viewer (the watch only says when to look).
+func (c *clusterState) eventReader(ctx context.Context) (client.Reader, error) {
+	if viewerOf(ctx) != nil && c.auth != nil {
+		return c.clientFor(ctx)
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.events != nil {
-		return c.events
+		return c.events, nil
 	}
-	return c.client
+	return c.client, nil
 }
 
 func (c *clusterState) fail(err error) {
