@@ -126,10 +126,11 @@ func New(opts Options) (*Server, error) {
 }
 
 // Run follows every cluster's Syncs until ctx ends. A cluster whose
-// first list fails is shown with that error.
+// list fails is shown with that error, and listed again (with backoff)
+// until it answers.
 func (s *Server) Run(ctx context.Context) error {
 	for _, c := range s.clusters {
-		go c.run(ctx, s.opts.ConnectTimeout)
+		go c.run(ctx, s.opts.ConnectTimeout, s.opts.Now)
 	}
 	<-ctx.Done()
 	return nil

@@ -2,11 +2,13 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,7 +47,8 @@ type clusterState struct {
 
 	mu sync.RWMutex
 	// listed is closed once the first list answered or failed.
-	listed chan struct{}
+	listed     chan struct{}
+	listedOnce sync.Once
 	// err is why the cluster's Syncs could not be listed.
 	err error
 	// events holds the Events of Syncs once watched; nil while they are
@@ -88,18 +91,37 @@ func newClusterState(c Cluster, h *hub) (*clusterState, error) {
 		options: clientOptions{Scheme: scheme, Mapper: mapper}, listed: make(chan struct{})}, nil
 }
 
-// run lists the cluster's Syncs once, within timeout, to learn whether
-// the viewer may; then watches them (one watch, never a poll) until ctx
+// retry bounds the pause between two lists of a cluster whose Syncs
+// could not be listed: it doubles from the first to the last.
+var retry = struct{ first, last time.Duration }{time.Second, 30 * time.Second}
+
+// run lists the cluster's Syncs, within timeout, to learn whether the
+// viewer may: when that fails, the cluster is shown with the error and
+// listed again after a pause that doubles up to retry.last, until it
+// answers. Then it watches them (one watch, never a poll) until ctx
 // ends, telling the hub of every change.
-func (c *clusterState) run(ctx context.Context, timeout time.Duration) {
+func (c *clusterState) run(ctx context.Context, timeout time.Duration, now func() time.Time) {
 	defer c.hub.notify()
-	probe, cancel := context.WithTimeout(ctx, timeout)
-	var list v1alpha1.SyncList
-	err := c.client.List(probe, &list, client.Limit(1))
-	cancel()
-	if err != nil {
-		c.fail(fmt.Errorf("list Syncs in the cluster at %s: %w", c.host, err))
-		return
+	pause := retry.first
+	var since time.Time
+	for {
+		probe, cancel := context.WithTimeout(ctx, timeout)
+		var list v1alpha1.SyncList
+		err := c.client.List(probe, &list, client.Limit(1))
+		cancel()
+		if err == nil {
+			break
+		}
+		if since.IsZero() {
+			since = now()
+		}
+		c.fail(failedSince(since, fmt.Errorf("list Syncs in the cluster at %s: %w", c.host, err)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, retry.last)
 	}
 	inf, err := c.cache.GetInformer(ctx, &v1alpha1.Sync{})
 	if err != nil {
@@ -115,8 +137,23 @@ func (c *clusterState) run(ctx context.Context, timeout time.Duration) {
 		c.fail(fmt.Errorf("watch Syncs in the cluster at %s: %w", c.host, ctx.Err()))
 		return
 	}
-	close(c.listed)
+	c.mu.Lock()
+	c.err = nil
+	c.mu.Unlock()
+	c.markListed()
+	c.hub.notify()
 	c.watchEvents(ctx, timeout)
+}
+
+// failedSince says since when a cluster fails: refused (the API server
+// answered) or unreachable, and that it is being retried.
+func failedSince(since time.Time, err error) error {
+	state := "unreachable"
+	var api apierrors.APIStatus
+	if errors.As(err, &api) {
+		state = "refused"
+	}
+	return fmt.Errorf("%s since %s, retrying: %w", state, since.UTC().Format("2006-01-02 15:04:05 UTC"), err)
 }
 
 // syncEvents selects the Events about Syncs.
@@ -188,11 +225,19 @@ func (c *clusterState) eventReader(ctx context.Context) (client.Reader, error) {
 	return c.client, nil
 }
 
+// fail records why the cluster's Syncs cannot be shown, and that the
+// first list is over.
 func (c *clusterState) fail(err error) {
 	c.mu.Lock()
 	c.err = err
 	c.mu.Unlock()
-	close(c.listed)
+	c.markListed()
+	c.hub.notify()
+}
+
+// markListed closes listed, once.
+func (c *clusterState) markListed() {
+	c.listedOnce.Do(func() { close(c.listed) })
 }
 
 // syncs returns the cluster's Syncs, waiting for the first list; the
