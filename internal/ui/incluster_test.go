@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -290,4 +291,41 @@ func TestInClusterDashboardServesOnlyWhatEachViewersTokenAllows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestInClusterDashboardInABrowserSignsInWithAPastedToken drives Chromium
+// to the agent's dashboard over plain HTTP on 127.0.0.1 (as through
+// kubectl port-forward): it lands on the login page, a pasted token signs
+// in (the Secure cookie is kept for a loopback address), the fleet and
+// the Sync follow, and signing out returns to the login page. The login
+// page passes axe-core.
+func TestInClusterDashboardInABrowserSignsInWithAPastedToken(t *testing.T) {
+	ctx := browser(t, 1280)
+	addr := freeAddress(t)
+	f := newFixtureWith(t, func(o *agent.Options) { o.UIAddr = addr; o.ClusterName = "prod-eu" })
+	read := rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"syncs", "inventories"}, Verbs: []string{"get", "list", "watch"}}
+	token := serviceAccountToken(t, f.ns, "reader", read)
+	base := "http://" + addr
+	syncPath := "/c/prod-eu/syncs/" + f.ns + "/web"
+	eventually(t, "the dashboard answers", func() string {
+		resp, err := http.Get(base + "/login")
+		if err != nil {
+			return err.Error()
+		}
+		resp.Body.Close()
+		return ""
+	})
+	do(t, ctx, "open the dashboard: the login page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	checkAccessible(t, ctx, "login")
+	do(t, ctx, "sign in with the token", chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="`+syncPath+`"]`)))
+	if got := text(t, ctx); !strings.Contains(got, "Signed in as system:serviceaccount:"+f.ns+":reader") {
+		t.Errorf("the fleet does not say who is signed in:\n%s", got)
+	}
+	do(t, ctx, "open the Sync", chromedp.Click(chromedp.CSS(`a[href="`+syncPath+`"]`)), chromedp.WaitVisible(chromedp.CSS("#h-drift")))
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("livestate").textContent.startsWith("Live:")`)); err != nil {
+		t.Fatalf("the Sync page's live stream did not open with the session cookie: %v\n%s", err, text(t, ctx))
+	}
+	do(t, ctx, "sign out", chromedp.Click(chromedp.CSS(".signout button")), chromedp.WaitVisible(chromedp.CSS("#token")))
+	do(t, ctx, "open the Sync again", chromedp.Navigate(base+syncPath), chromedp.WaitVisible(chromedp.CSS("#token")))
 }
