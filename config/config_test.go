@@ -143,9 +143,12 @@ func TestDefaultKustomizationAppliesWithServerDryRun(t *testing.T) {
 }
 
 // build runs `kubectl kustomize config/default` and decodes its output.
-func build(t *testing.T) []runtime.Object {
+func build(t *testing.T) []runtime.Object { t.Helper(); return buildDir(t, "default") }
+
+// buildDir builds the kustomization config/dir.
+func buildDir(t *testing.T, dir string) []runtime.Object {
 	t.Helper()
-	out := kubectl(t, "kustomize", filepath.Join(repoRoot(t), "config", "default"))
+	out := kubectl(t, "kustomize", filepath.Join(repoRoot(t), "config", dir))
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme} {

@@ -251,7 +251,13 @@ func TestTheAgentRunsWithOnlyTheShippedRBAC(t *testing.T) {
 // place of driftless-system.
 func installRBAC(t *testing.T, cl client.Client, ns string) {
 	t.Helper()
-	for _, o := range build(t) {
+	installRBACOf(t, cl, ns, "default")
+}
+
+// installRBACOf is installRBAC of the kustomization config/dir.
+func installRBACOf(t *testing.T, cl client.Client, ns, dir string) {
+	t.Helper()
+	for _, o := range buildDir(t, dir) {
 		obj, ok := o.(client.Object)
 		if !ok {
 			continue
@@ -274,7 +280,7 @@ func installRBAC(t *testing.T, cl client.Client, ns string) {
 		} else {
 			// Cluster-scoped: named per test, so reruns do not collide.
 			obj.SetName(obj.GetName() + "-" + ns)
-			if b, ok := obj.(*rbacv1.ClusterRoleBinding); ok && b.RoleRef.Name == "driftless-manager" {
+			if b, ok := obj.(*rbacv1.ClusterRoleBinding); ok && (b.RoleRef.Name == "driftless-manager" || b.RoleRef.Name == "driftless-dashboard") {
 				b.RoleRef.Name += "-" + ns
 			}
 		}

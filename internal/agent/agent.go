@@ -104,7 +104,8 @@ func New(o Options) (_ *Agent, err error) {
 }
 
 // Setup assembles the agent on a controller manager: the Sync, drift and
-// image controllers, notifications, the webhook receiver and the probes.
+// image controllers, notifications, the webhook receiver, the dashboard
+// and the probes.
 // The CRDs must be installed (Install): the manager's cache asks the API
 // server about their kinds.
 func (a *Agent) Setup() error {
@@ -184,6 +185,15 @@ func (a *Agent) Setup() error {
 			return err
 		}
 		if err := mgr.Add(hooks); err != nil {
+			return err
+		}
+	}
+	if o.UIAddr != "" {
+		d, err := a.newDashboard()
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(d); err != nil {
 			return err
 		}
 	}

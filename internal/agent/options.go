@@ -107,6 +107,12 @@ type Options struct {
 	AllowFileURLs         bool
 	TenantSourceHosts     []string
 
+	// UIAddr, when set, serves the web dashboard there, in its in-cluster
+	// mode (docs/ui.md): each request carries its viewer's bearer token,
+	// reviewed (TokenReview) and authorised (SubjectAccessReview) for
+	// that user, and acts as that user (impersonation). Empty: off.
+	UIAddr string
+
 	// Admission serves the validating admission webhook at AdmissionAddr,
 	// registered with AdmissionURL (empty: the Service in Namespace);
 	// members of AdmissionBreakGlassGroup may edit protected objects.

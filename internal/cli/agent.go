@@ -99,7 +99,8 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.StringVar(&o.SopsAgeKeySecret, "sops-age-key-secret", "", "Secret, as namespace/name, whose *.agekey entries decrypt SOPS files for the Syncs in its namespace that set no spec.decryption.secretRef (the root Sync); empty means none (docs/secrets.md)")
 	f.StringSliceVar(&o.WebhookTrustedProxies, "webhook-trusted-proxies", nil, "comma-separated CIDRs of the proxies in front of the webhook receiver (an Ingress): requests from them are rate-limited by their X-Forwarded-For sender; empty limits by the TCP peer")
 	f.StringVar(&o.NotifyConfig, "notify-config", "", "YAML file of notification targets (Slack, Teams, generic webhook, GitHub/GitLab/Gitea commit statuses), the Syncs and events each receives, and the dedup settings (docs/notifications.md); empty sends none")
-	f.StringVar(&o.ClusterName, "cluster-name", d.ClusterName, "name of this cluster in commit statuses (driftless/<cluster>/<namespace>/<name>, docs/notifications.md)")
+	f.StringVar(&o.ClusterName, "cluster-name", d.ClusterName, "name of this cluster in commit statuses (driftless/<cluster>/<namespace>/<name>, docs/notifications.md) and in the pages of --ui-bind-address")
+	f.StringVar(&o.UIAddr, "ui-bind-address", "", "address of the web dashboard in its in-cluster mode, such as :9394 (docs/ui.md): each person signs in with their own bearer token, and every view and action is authorised for and made as them (TokenReview, SubjectAccessReview, impersonation); plain HTTP, put TLS in front (an Ingress); empty disables it")
 	addAdmissionFlags(f, o)
 	return cmd
 }

@@ -101,16 +101,19 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, sy, h, ok := s.header(w, r)
-	if !ok {
+	if !ok || !s.authorized(w, r, c, "patch", h.Key) {
 		return
 	}
 	h.Live = ""
 	d := actionData{syncHeader: h, Action: a}
 	// Write the Sync as read from the API server, not the watch's copy.
 	var fresh v1alpha1.Sync
-	err := c.client.Get(r.Context(), client.ObjectKeyFromObject(sy), &fresh)
+	cl, err := c.clientFor(r.Context())
 	if err == nil {
-		d.Message, err = a.do(r.Context(), c.client, &fresh, s.opts.Now())
+		err = cl.Get(r.Context(), client.ObjectKeyFromObject(sy), &fresh)
+	}
+	if err == nil {
+		d.Message, err = a.do(r.Context(), cl, &fresh, s.opts.Now())
 	}
 	status := http.StatusOK
 	if err != nil {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"sort"
@@ -124,15 +125,19 @@ type fleetData struct {
 	Rows       []fleetRow
 	Total      int
 	Problems   []clusterProblem
+	Session    session
 }
 
 func (s *Server) fleet(ctx context.Context, f fleetFilter) fleetData {
 	now := s.opts.Now()
-	d := fleetData{Title: "Fleet", Filter: f, Live: "/live" + f.Query()}
+	d := fleetData{Title: "Fleet", Filter: f, Live: "/live" + f.Query(), Session: sessionOf(ctx)}
 	namespaces := map[string]bool{}
 	for _, c := range s.clusters {
 		d.Clusters = append(d.Clusters, c.name)
 		items, err := c.syncs(ctx)
+		if err == nil {
+			items, err = c.visible(ctx, items)
+		}
 		if err != nil {
 			d.Problems = append(d.Problems, clusterProblem{Cluster: c.name, Error: err.Error()})
 			continue
@@ -172,4 +177,36 @@ func ago(now, t time.Time) string {
 		return "-"
 	}
 	return duration.HumanDuration(max(now.Sub(t), 0))
+}
+
+// visible keeps the Syncs the viewer of ctx may list (in the in-cluster
+// mode: SubjectAccessReviews for list, cluster-wide, else per
+// namespace); an error says the viewer may list none.
+func (c *clusterState) visible(ctx context.Context, items []v1alpha1.Sync) ([]v1alpha1.Sync, error) {
+	v := viewerOf(ctx)
+	if v == nil || c.auth == nil {
+		return items, nil
+	}
+	all, reason, err := c.auth.authorize(ctx, v, "list", "", "")
+	if err != nil || all {
+		return items, err
+	}
+	allowed := map[string]bool{}
+	var kept []v1alpha1.Sync
+	for _, s := range items {
+		ok, seen := allowed[s.Namespace]
+		if !seen {
+			if ok, _, err = c.auth.authorize(ctx, v, "list", s.Namespace, ""); err != nil {
+				return nil, err
+			}
+			allowed[s.Namespace] = ok
+		}
+		if ok {
+			kept = append(kept, s)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, errors.New(reason)
+	}
+	return kept, nil
 }

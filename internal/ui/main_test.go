@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/agent"
 	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/cli"
 	"github.com/driftless/driftless/internal/testenv"
@@ -38,15 +39,20 @@ var (
 func TestMain(m *testing.M) { testenv.MainWith(m, &env, setup) }
 
 func setup(e *testenv.Env) error {
+	var err error
+	c, err = adminClient(e)
+	return err
+}
+
+// adminClient is a client of e's admin that knows Syncs.
+func adminClient(e *testenv.Env) (client.Client, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	var err error
-	c, err = client.New(e.Config, client.Options{Scheme: scheme})
-	return err
+	return client.New(e.Config, client.Options{Scheme: scheme})
 }
 
 // secretValue is the value of the Secret the fixture's git holds; no page
@@ -59,12 +65,25 @@ type fixture struct {
 	ns   string
 	key  client.ObjectKey
 	repo *testenv.Repo
+	// c is the admin's client of the fixture's cluster.
+	c client.Client
 }
 
 // newFixture starts an agent as production runs it (tenancy on: the Sync
 // acts as the tenant's ServiceAccount, which may do anything in its
 // namespace only), creates the Sync web and waits until it is Ready.
-func newFixture(t *testing.T) fixture {
+func newFixture(t *testing.T) fixture { t.Helper(); return newFixtureWith(t, nil) }
+
+// newFixtureWith is newFixture with the agent's options changed by opts
+// (when not nil) before it starts.
+func newFixtureWith(t *testing.T, opts func(*agent.Options)) fixture {
+	t.Helper()
+	return newFixtureIn(t, env, c, opts)
+}
+
+// newFixtureIn is newFixtureWith in the cluster of e, whose admin's
+// client is c.
+func newFixtureIn(t *testing.T, env *testenv.Env, c client.Client, opts func(*agent.Options)) fixture {
 	t.Helper()
 	ctx := context.Background()
 	agentNS := env.Namespace(t)
@@ -86,7 +105,11 @@ func newFixture(t *testing.T) fixture {
 		"apps/config.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: %s\ndata:\n  greeting: hello\n", ns),
 		"apps/secret.yaml": fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: web-key\n  namespace: %s\nstringData:\n  key: %s\n", ns, secretValue),
 	})
-	agenttest.Start(t, agenttest.Options(t, env.Config, agentNS))
+	o := agenttest.Options(t, env.Config, agentNS)
+	if opts != nil {
+		opts(&o)
+	}
+	agenttest.Start(t, o)
 	s := &v1alpha1.Sync{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: v1alpha1.SyncSpec{
@@ -113,7 +136,7 @@ func newFixture(t *testing.T) fixture {
 		}
 		return ""
 	})
-	return fixture{ns: ns, key: key, repo: repo}
+	return fixture{ns: ns, key: key, repo: repo, c: c}
 }
 
 // handEdit changes the ConfigMap's greeting as `kubectl edit` would, as a
@@ -122,11 +145,11 @@ func newFixture(t *testing.T) fixture {
 func (f fixture) handEdit(t *testing.T, greeting string) {
 	t.Helper()
 	var cm corev1.ConfigMap
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "web-config"}, &cm); err != nil {
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "web-config"}, &cm); err != nil {
 		t.Fatal(err)
 	}
 	cm.Data["greeting"] = greeting
-	if err := c.Update(context.Background(), &cm, client.FieldOwner("kubectl-edit")); err != nil {
+	if err := f.c.Update(context.Background(), &cm, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -155,22 +178,26 @@ func kubeconfig(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := clientcmd.LoadFromFile(env.ControlPlane.KubeconfigPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	viewer, err := clientcmd.LoadFromFile(viewerPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return mergeKubeconfigs(t, "admin", map[string]string{"admin": env.ControlPlane.KubeconfigPath(), "viewer": viewerPath})
+}
+
+// mergeKubeconfigs writes a kubeconfig with a context of each name, the
+// current context of the kubeconfig file it names, and returns its path;
+// current is its current context.
+func mergeKubeconfigs(t *testing.T, current string, files map[string]string) string {
+	t.Helper()
 	cfg := clientcmdapi.NewConfig()
-	for name, k := range map[string]*clientcmdapi.Config{"admin": admin, "viewer": viewer} {
+	for name, file := range files {
+		k, err := clientcmd.LoadFromFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
 		cur := k.Contexts[k.CurrentContext]
 		cfg.Clusters[name] = k.Clusters[cur.Cluster]
 		cfg.AuthInfos[name] = k.AuthInfos[cur.AuthInfo]
 		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	}
-	cfg.CurrentContext = "admin"
+	cfg.CurrentContext = current
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)

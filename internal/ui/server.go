@@ -61,6 +61,11 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Auth, when set, serves the in-cluster mode (one cluster, whose
+	// Config is the dashboard's own identity): a login page, every request
+	// reviewed and authorised for its viewer, and made as the viewer. Nil
+	// is the local mode: every request acts as the Clusters' identities.
+	Auth *Auth
 }
 
 // Server serves the dashboard.
@@ -70,6 +75,8 @@ type Server struct {
 	pages    map[string]*template.Template
 	hub      *hub
 	mux      *http.ServeMux
+	// auth is the in-cluster mode's; nil in local mode.
+	auth *authenticator
 }
 
 // New prepares a Server for opts; Run starts its watches.
@@ -84,6 +91,16 @@ func New(opts Options) (*Server, error) {
 		opts.ConnectTimeout = 5 * time.Second
 	}
 	s := &Server{opts: opts, hub: newHub(), pages: map[string]*template.Template{}}
+	if opts.Auth != nil {
+		if len(opts.Clusters) != 1 {
+			return nil, errors.New("the in-cluster dashboard shows one cluster: its own")
+		}
+		a, err := newAuthenticator(*opts.Auth, opts.Now)
+		if err != nil {
+			return nil, err
+		}
+		s.auth = a
+	}
 	seen := map[string]bool{}
 	for _, c := range opts.Clusters {
 		if seen[c.Name] {
@@ -94,9 +111,10 @@ func New(opts Options) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
+		cs.auth = s.auth
 		s.clusters = append(s.clusters, cs)
 	}
-	for _, page := range []string{"fleet", "sync", "object", "confirm", "result"} {
+	for _, page := range []string{"fleet", "sync", "object", "confirm", "result", "login", "refused"} {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("parse template %s: %w", page, err)
@@ -108,10 +126,11 @@ func New(opts Options) (*Server, error) {
 }
 
 // Run follows every cluster's Syncs until ctx ends. A cluster whose
-// first list fails is shown with that error.
+// list fails is shown with that error, and listed again (with backoff)
+// until it answers.
 func (s *Server) Run(ctx context.Context) error {
 	for _, c := range s.clusters {
-		go c.run(ctx, s.opts.ConnectTimeout)
+		go c.run(ctx, s.opts.ConnectTimeout, s.opts.Now)
 	}
 	<-ctx.Done()
 	return nil
@@ -119,8 +138,13 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Handler is the dashboard's HTTP handler. hostCheck, when not nil,
 // refuses a request whose Host header it does not accept (a DNS
-// rebinding defence); see LoopbackHosts.
+// rebinding defence); see LoopbackHosts. In the in-cluster mode every
+// request but the login page's and the static assets' must carry a
+// token the API server accepts.
 func (s *Server) Handler(hostCheck func(host string) bool) http.Handler {
+	if s.auth != nil {
+		return secure(hostCheck, s.auth.middleware(s.mux))
+	}
 	return secure(hostCheck, s.mux)
 }
 
@@ -135,6 +159,11 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /c/{cluster}/syncs/{ns}/{name}/object", s.objectPage)
 	m.HandleFunc("GET /c/{cluster}/syncs/{ns}/{name}/{action}", s.confirmPage)
 	m.HandleFunc("POST /c/{cluster}/syncs/{ns}/{name}/{action}", s.act)
+	if s.auth != nil {
+		m.HandleFunc("GET /login", s.loginPage)
+		m.HandleFunc("POST /login", s.login)
+		m.HandleFunc("POST /logout", s.logout)
+	}
 	s.mux = m
 }
 

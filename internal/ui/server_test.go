@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -222,4 +224,50 @@ func TestUIRefusesAnAddressThatIsNotLoopback(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut.String(), "not a loopback address") {
 		t.Errorf("driftless ui --address 0.0.0.0:9393: exit %d, stderr %q; want 2 saying it is not loopback", code, errOut.String())
 	}
+}
+
+// TestDashboardListsAgainAContextThatFailedUntilItAnswers starts the
+// dashboard while the viewer may not list Syncs: the fleet shows the
+// viewer context as refused since when; once the viewer is granted the
+// right, the same dashboard, not restarted, shows the viewer's Syncs.
+func TestDashboardListsAgainAContextThatFailedUntilItAnswers(t *testing.T) {
+	f := newFixture(t)
+	path := kubeconfig(t)
+	ctx := context.Background()
+	var bindings rbacv1.ClusterRoleBindingList
+	if err := c.List(ctx, &bindings); err != nil {
+		t.Fatal(err)
+	}
+	var grant *rbacv1.ClusterRoleBinding
+	for i := range bindings.Items {
+		if b := &bindings.Items[i]; strings.HasPrefix(b.Name, "ui-viewer-") && strings.Contains(b.Name, "listsagain") {
+			grant = b
+		}
+	}
+	if grant == nil {
+		t.Fatal("no viewer binding for this test")
+	}
+	if err := c.Delete(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	addr := dashboard(t, path)
+	viewerLink := `href="/c/viewer/syncs/` + f.ns + `/web"`
+	eventually(t, "the fleet says since when the viewer context is refused", func() string {
+		_, body := get(t, addr, "/")
+		if !regexp.MustCompile(`<strong>viewer</strong>: refused since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, retrying: .*forbidden`).MatchString(html.UnescapeString(body)) {
+			return body
+		}
+		return ""
+	})
+	grant = &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: grant.Name}, RoleRef: grant.RoleRef, Subjects: grant.Subjects}
+	if err := c.Create(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the fleet shows the viewer's Sync without a restart", func() string {
+		_, body := get(t, addr, "/")
+		if !strings.Contains(body, viewerLink) || strings.Contains(body, "refused since") {
+			return body
+		}
+		return ""
+	})
 }

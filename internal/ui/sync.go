@@ -30,6 +30,7 @@ type syncHeader struct {
 	Cluster string
 	Key     client.ObjectKey
 	URL     string
+	Session session
 	Row     fleetRow
 	GitURL  string
 	Ref     string
@@ -98,6 +99,9 @@ func (s *Server) header(w http.ResponseWriter, r *http.Request) (*clusterState, 
 		return nil, nil, syncHeader{}, false
 	}
 	key := client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
+	if !s.authorized(w, r, c, "get", key) {
+		return nil, nil, syncHeader{}, false
+	}
 	sy, err := c.sync(r.Context(), key)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("context %s: %v", c.name, err), http.StatusBadGateway)
@@ -107,7 +111,38 @@ func (s *Server) header(w http.ResponseWriter, r *http.Request) (*clusterState, 
 		http.Error(w, fmt.Sprintf("context %s has no Sync %s (or you may not read it)", c.name, key), http.StatusNotFound)
 		return nil, nil, syncHeader{}, false
 	}
-	return c, sy, s.headerOf(c, sy), true
+	h := s.headerOf(c, sy)
+	h.Session = sessionOf(r.Context())
+	return c, sy, h, true
+}
+
+// authorized reports whether the viewer of r (in the in-cluster mode) may
+// verb the Sync key of c, as a SubjectAccessReview answers; when not, it
+// answers r with the refusal (403). In local mode the API server alone
+// decides, so it always is.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request, c *clusterState, verb string, key client.ObjectKey) bool {
+	v := viewerOf(r.Context())
+	if v == nil || c.auth == nil {
+		return true
+	}
+	ok, reason, err := c.auth.authorize(r.Context(), v, verb, key.Namespace, key.Name)
+	switch {
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return false
+	case !ok:
+		s.render(w, "refused", http.StatusForbidden, refusedData{Title: "Forbidden", Session: sessionOf(r.Context()), Refused: reason})
+		return false
+	}
+	return true
+}
+
+// refusedData is what the refusal page shows.
+type refusedData struct {
+	Title   string
+	Live    string
+	Session session
+	Refused string
 }
 
 func (s *Server) headerOf(c *clusterState, sy *v1alpha1.Sync) syncHeader {
@@ -148,7 +183,11 @@ func (s *Server) status(ctx context.Context, c *clusterState, sy *v1alpha1.Sync,
 		d.History = append(d.History, historyRow{SyncRecord: h, Short: source.Short(h.Revision), CommitURL: commitLink(d.GitURL, h.Revision)})
 	}
 	var events eventsv1.EventList
-	if err := c.eventReader().List(ctx, &events, client.InNamespace(sy.Namespace)); err != nil {
+	reader, err := c.eventReader(ctx)
+	if err == nil {
+		err = reader.List(ctx, &events, client.InNamespace(sy.Namespace))
+	}
+	if err != nil {
 		d.EventError = fmt.Sprintf("list Events in namespace %s: %v", sy.Namespace, err)
 		return
 	}
@@ -183,7 +222,12 @@ func (s *Server) syncPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := syncData{syncHeader: h}
-	tree, err := syncview.ReadTree(r.Context(), c.client, sy)
+	cl, err := c.clientFor(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	tree, err := syncview.ReadTree(r.Context(), cl, sy)
 	if err != nil {
 		d.TreeError = err.Error()
 	}
@@ -291,14 +335,19 @@ func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
 	id := plan.ID{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
 	d := objectData{syncHeader: h, ID: id.String(), Kind: o.Kind}
 	d.Title = id.String() + " · " + h.Title
+	cl, err := c.clientFor(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(schema.GroupVersionKind{Group: o.Group, Version: o.Version, Kind: o.Kind})
-	if err := c.client.Get(r.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u); err != nil {
+	if err := cl.Get(r.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u); err != nil {
 		d.ReadError = err.Error()
 	} else {
 		// Only metadata is read from u: never its data, so no Secret
 		// value can reach the page.
-		tree := syncview.ReadObject(r.Context(), c.client, sy, o)
+		tree := syncview.ReadObject(r.Context(), cl, sy, o)
 		d.Health, d.HealthMsg, d.Origin = tree.Health, tree.Message, tree.Origin
 		d.FileURL = fileLink(h.GitURL, sy.Status.LastAppliedRevision, tree.File, tree.Line)
 		for _, m := range u.GetManagedFields() {
@@ -314,7 +363,7 @@ func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
 			d.Drift = append(d.Drift, driftRow{DriftIncident: in, FileURL: fileLink(h.GitURL, sy.Status.LastAppliedRevision, in.Origin, 0)})
 		}
 	}
-	if s.opts.Pending != nil {
+	if s.opts.Pending != nil && s.auth == nil {
 		changes, err := s.opts.Pending(r.Context(), c.name, h.Key)
 		d.PendingDone = err == nil
 		if err != nil {
