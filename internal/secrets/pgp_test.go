@@ -1,9 +1,6 @@
 package secrets_test
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,18 +11,7 @@ import (
 // sopsEncryptPGP encrypts a Secret manifest for key with the real sops CLI.
 func sopsEncryptPGP(t *testing.T, key *testenv.GPGKey) []byte {
 	t.Helper()
-	sops := sopsCLI(t)
-	file := filepath.Join(t.TempDir(), "secret.yaml")
-	if err := os.WriteFile(file, []byte(secretYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(sops, "encrypt", "--pgp", key.Fingerprint, "--encrypted-regex", secrets.SecretFields, file)
-	cmd.Env = append(os.Environ(), "GNUPGHOME="+key.Home)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("sops encrypt --pgp: %v\n%s", err, err.(*exec.ExitError).Stderr)
-	}
-	return out
+	return []byte(testenv.SopsEncrypt(t, "secret.yaml", secretYAML, []string{"GNUPGHOME=" + key.Home}, "--pgp", key.Fingerprint, "--encrypted-regex", secrets.SecretFields))
 }
 
 func TestFilesSopsEncryptedForAPGPKeyDecryptWithItsArmoredPrivateKey(t *testing.T) {

@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -62,4 +63,35 @@ func gpgHome(t testing.TB, untested string) (string, []string) {
 		os.RemoveAll(home)
 	})
 	return home, []string{"GNUPGHOME=" + home}
+}
+
+// SopsCLI returns the reference sops CLI that `make sops` builds into
+// bin/tools, or $DRIFTLESS_SOPS_BIN; when it is missing it skips the test,
+// or fails it under CI=true (MissingTool).
+func SopsCLI(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv("DRIFTLESS_SOPS_BIN")
+	if bin == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin = filepath.Join(root, "bin", "tools", "sops")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		MissingTool(t, "the sops CLI is not at %s: run make sops (or set DRIFTLESS_SOPS_BIN)", bin)
+	}
+	return bin
+}
+
+// SopsEncrypt encrypts plain, the content of a file called name, with
+// the real sops CLI: `sops encrypt ARGS FILE`, with env added to the
+// environment (GNUPGHOME, AWS_*), and returns what it prints.
+func SopsEncrypt(t testing.TB, name, plain string, env []string, args ...string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(plain), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return run(t, env, SopsCLI(t), append(append([]string{"encrypt"}, args...), file)...) + "\n"
 }
