@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"filippo.io/age"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,4 +73,48 @@ func TestFilesEncryptedForAPGPKeyApplyDecryptedAndAnotherKeyKeepsTheLastState(t 
 	if get(t, "v1", "ConfigMap", h.ns, "new") != nil {
 		t.Error("ConfigMap new of the refused revision was applied")
 	}
+}
+
+// A Flux v2 user's setup: files the sops CLI encrypted with AWS KMS (an
+// emulator here), and AWS credentials in the decryption Secret.
+func TestFilesEncryptedWithAWSKMSApplyWithTheSecretsCredentialsAndNotWithout(t *testing.T) {
+	h := newHarness(t)
+	kms := testenv.NewLocalKMS(t)
+	// The AWS SDK's endpoint override, which the agent honours as the
+	// sops CLI does (docs/secrets.md).
+	t.Setenv("AWS_ENDPOINT_URL_KMS", kms.Endpoint)
+	encrypt := func(plain string) string {
+		return testenv.SopsEncrypt(t, "db.yaml", plain, []string{"AWS_ACCESS_KEY_ID=AKIDLOCALKMS", "AWS_SECRET_ACCESS_KEY=x"},
+			"--kms", kms.KeyARN, "--encrypted-regex", secrets.SecretFields)
+	}
+	h.keySecret("sops-aws", map[string][]byte{"sops.aws-kms": []byte("aws_access_key_id: AKIDLOCALKMS\naws_secret_access_key: " + leakMarker + "\n")})
+	h.repo.Commit(t, "kms", map[string]string{"apps/db.yaml": encrypt(dbSecret(leakMarker))})
+	h.createSync("shop", func(s *v1alpha1.Sync) {
+		s.Spec.Paths = []string{"apps"}
+		s.Spec.Decryption = &v1alpha1.Decryption{Provider: "sops", SecretRef: &v1alpha1.LocalObjectReference{Name: "sops-aws"}}
+	})
+	h.expectReady(h.reconcile("shop"))
+	h.expectPassword(leakMarker)
+
+	// The same files, and a Secret without AWS credentials: the agent's
+	// own environment is not used for a Sync's files.
+	h.keySecret("sops-age-only", map[string][]byte{"a.agekey": []byte(mustAgeIdentity(t))})
+	h.setSpec("shop", func(s *v1alpha1.Sync) { s.Spec.Decryption.SecretRef.Name = "sops-age-only" })
+	h.repo.Commit(t, "kms 2", map[string]string{"apps/db.yaml": encrypt(dbSecret(leakMarker + "-2"))})
+	s := h.reconcile("shop")
+	h.expectFailed(s, v1alpha1.ReasonBuildFailed,
+		"apps/db.yaml: is encrypted for AWS KMS key "+kms.KeyARN+", and the key Secret has no sops.aws-kms entry")
+	h.expectPassword(leakMarker)
+	if strings.Contains(ready(s).Message, leakMarker) {
+		t.Errorf("the condition quotes a credential or a value: %s", ready(s).Message)
+	}
+}
+
+func mustAgeIdentity(t *testing.T) string {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id.String()
 }
