@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/driftless/driftless/internal/cli.version=$(VERSION) \
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 export DRIFTLESS_K8S_BIN := $(CURDIR)/bin/k8s
 
-.PHONY: reliability soak fuzz help build generate controlplane sops promtool examples test lint demo demo-images bench check-leftovers clean
+.PHONY: reliability soak fuzz help build generate controlplane sops local-kms promtool examples test lint demo demo-images bench check-leftovers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -27,13 +27,16 @@ controlplane: ## build etcd, kube-apiserver, controller-manager, scheduler, kube
 sops: ## build the reference sops CLI into bin/tools/sops (cached), for the interop tests of internal/secrets
 	@test -x bin/tools/sops || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/getsops/sops/v3/cmd/sops@v3.13.3
 
+local-kms: ## build the AWS KMS emulator local-kms into bin/tools/local-kms (cached), for the AWS KMS tests of SOPS decryption
+	@test -x bin/tools/local-kms || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/nsmithuk/local-kms@v0.0.0-20260228092603-2a5e92d09ab6
+
 promtool: ## build promtool (prometheus v0.316.0) into bin/tools/promtool (cached), for the alert rule tests of config/monitoring
 	@test -x bin/tools/promtool || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/prometheus/prometheus/cmd/promtool@v0.316.0
 
 examples: ## download the public example repositories the tests sync (hack/examples/go.mod pins them) into the Go module cache (cached)
 	cd hack/examples && $(GO) mod download github.com/stefanprodan/podinfo
 
-test: controlplane sops promtool examples ## run every test, unit and against a real control plane
+test: controlplane sops local-kms promtool examples ## run every test, unit and against a real control plane
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 reliability: controlplane ## run the whole reliability suite (bad-input corpus, agent killed mid-sync, API server and etcd crashes with 30 s outages, git down 5 minutes, two agents, force-push); COUNT=n repeats it; docs/reliability.md

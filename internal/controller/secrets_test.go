@@ -198,7 +198,7 @@ func TestSyncWithoutUsableKeysFailsNamingWhatIsWrong(t *testing.T) {
 	}{
 		{"no spec.decryption", nil, "apps/db.yaml: is encrypted with SOPS, and the Sync sets no spec.decryption"},
 		{"a missing key Secret", &v1alpha1.Decryption{SecretRef: &v1alpha1.LocalObjectReference{Name: "gone"}}, "key Secret " + h.ns + "/gone of spec.decryption.secretRef does not exist"},
-		{"a key Secret without age identities", &v1alpha1.Decryption{SecretRef: &v1alpha1.LocalObjectReference{Name: "no-keys"}}, "Secret " + h.ns + "/no-keys of spec.decryption.secretRef has no age identity"},
+		{"a key Secret without age identities", &v1alpha1.Decryption{SecretRef: &v1alpha1.LocalObjectReference{Name: "no-keys"}}, "Secret " + h.ns + "/no-keys of spec.decryption.secretRef holds no decryption key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := h.syncNow("shop")

@@ -18,15 +18,16 @@ import (
 // Sync's key Secret: unlike a missing Secret, a retry may succeed.
 var ErrKeysUnreadable = errors.New("decryption keys could not be read")
 
-// DecryptionKeys returns the age identities that decrypt the Sync's files
-// encrypted with SOPS: those of the Secret spec.decryption.secretRef
-// names, in the Sync's namespace. A Sync without a secretRef in the
-// namespace of defaultKey (the agent's --sops-age-key-secret) uses that
-// Secret, if it exists; any other Sync without one gets nil, and a render
-// that meets an encrypted file fails. Read keys with an uncached reader:
-// Secrets must not be cached. A missing Secret, or one without an age
-// identity, is an error naming the Secret and never its content; an API
-// error reading it wraps ErrKeysUnreadable.
+// DecryptionKeys returns the keys that decrypt the Sync's files encrypted
+// with SOPS (age identities, PGP keys, credentials for the cloud key
+// services): those of the Secret spec.decryption.secretRef names, in the
+// Sync's namespace. A Sync without a secretRef in the namespace of
+// defaultKey (the agent's --sops-age-key-secret) uses that Secret, if it
+// exists; any other Sync without one gets nil, and a render that meets an
+// encrypted file fails. Read keys with an uncached reader: Secrets must
+// not be cached. A missing Secret, or one without a decryption key, is an
+// error naming the Secret and never its content; an API error reading it
+// wraps ErrKeysUnreadable.
 func DecryptionKeys(ctx context.Context, reader Reader, s *v1alpha1.Sync, defaultKey client.ObjectKey) (*secrets.Keys, error) {
 	var key client.ObjectKey
 	var field string
@@ -36,7 +37,7 @@ func DecryptionKeys(ctx context.Context, reader Reader, s *v1alpha1.Sync, defaul
 	case defaultKey.Name != "" && defaultKey.Namespace == s.Namespace:
 		key, field = defaultKey, "the agent's --sops-age-key-secret"
 	case d != nil:
-		return nil, fmt.Errorf("spec.decryption sets no secretRef; name a Secret in namespace %s holding the age identity", s.Namespace)
+		return nil, fmt.Errorf("spec.decryption sets no secretRef; name a Secret in namespace %s holding its keys (docs/secrets.md)", s.Namespace)
 	default:
 		return nil, nil
 	}

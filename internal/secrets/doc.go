@@ -1,9 +1,12 @@
-// Package secrets reads and writes files encrypted with SOPS for age
-// recipients: the render decrypts them in memory with the identities of
-// a Sync's key Secret (Keys), and `driftless secret` encrypts, decrypts
-// and edits them in a working copy.
+// Package secrets reads and writes files encrypted with SOPS: the render
+// decrypts them in memory with the keys of a Sync's key Secret (Keys),
+// and `driftless secret` encrypts, decrypts and edits them for age
+// recipients in a working copy.
 //
-// Only age is supported. A file also encrypted for PGP or a cloud KMS
-// decrypts when one of its age recipients is ours; those other keys are
-// ignored. Shamir key groups (more than one key group) are refused.
+// A file's data key is decrypted with an age identity or an armored
+// OpenPGP private key of the Secret, in process (no gpg, no agent, no
+// keyring on disk), or with AWS KMS, GCP KMS, Azure Key Vault or Vault
+// Transit through sops's own master keys, with credentials from the
+// Secret only (entries named as Flux names them). Shamir key groups
+// (more than one key group) are refused.
 package secrets

@@ -47,17 +47,7 @@ func TestFilesTheSopsCLIWroteDecrypt(t *testing.T) {
 
 // sopsCLI returns the reference sops CLI that `make sops` builds, or
 // skips the test (fails it under CI=true, where make test builds it).
-func sopsCLI(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("DRIFTLESS_SOPS_BIN")
-	if bin == "" {
-		bin, _ = filepath.Abs("../../bin/tools/sops")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		testenv.MissingTool(t, "the sops CLI is not at %s: run make sops (or set DRIFTLESS_SOPS_BIN) to test interop with it", bin)
-	}
-	return bin
-}
+func sopsCLI(t *testing.T) string { return testenv.SopsCLI(t) }
 
 func TestSopsCLIAndDriftlessReadEachOthersFiles(t *testing.T) {
 	sops := sopsCLI(t)

@@ -1,65 +1,93 @@
 package secrets
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"filippo.io/age"
-	"filippo.io/age/armor"
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
-	sopsage "github.com/getsops/sops/v3/age"
 )
 
 // KeySuffix ends the name of every entry of a key Secret that holds age
 // identities.
 const KeySuffix = ".agekey"
 
-// Keys are the age identities that decrypt a Sync's files. The zero
+// The names of a key Secret's entries, as Flux's kustomize-controller
+// reads them, so that a Flux user's Secret works unchanged.
+const (
+	// PGPSuffix ends the name of every entry that holds armored OpenPGP
+	// private keys (gpg --export-secret-keys --armor).
+	PGPSuffix = ".asc"
+	// AWSEntry holds AWS credentials for AWS KMS, as YAML with
+	// aws_access_key_id, aws_secret_access_key and optionally
+	// aws_session_token.
+	AWSEntry = "sops.aws-kms"
+	// GCPEntry holds a Google service account's JSON key for GCP KMS.
+	GCPEntry = "sops.gcp-kms"
+	// AzureEntry holds Azure credentials for Key Vault, as YAML or JSON
+	// with tenantId, clientId and clientSecret (or clientCertificate), or
+	// appId, tenant and password as `az ad sp create-for-rbac` prints
+	// them, or only clientId for a managed identity.
+	AzureEntry = "sops.azure-kv"
+	// VaultEntry holds a HashiCorp Vault (or OpenBao) token for Vault
+	// Transit.
+	VaultEntry = "sops.vault-token"
+)
+
+// Keys are the keys that decrypt a Sync's files: age identities, OpenPGP
+// private keys and credentials for the cloud key services. The zero
 // value holds none.
 type Keys struct {
 	identities []age.Identity
 	recipients []string // the public recipients of identities, for messages
+	pgp        openpgp.EntityList
+	pgpFprs    []string // the fingerprints of pgp, for messages
+	cloud      cloudCredentials
 	digest     string
 }
 
-// ParseKeys reads the age identities of every entry of a key Secret whose
-// name ends in .agekey; source names the Secret in errors. An entry may
-// hold several identities, one a line; empty lines and lines starting
-// with "#" (age-keygen's comments) are skipped. It is an error for no
-// entry to hold an identity, or for an entry not to parse: the error
-// names the entry, never its content.
+// ParseKeys reads the keys of a key Secret's entries (entries ending in
+// .agekey hold age identities, entries ending in .asc armored OpenPGP
+// private keys; sops.aws-kms, sops.gcp-kms, sops.azure-kv and
+// sops.vault-token hold credentials for the cloud key services); source
+// names the Secret in errors. An .agekey entry may hold several
+// identities, one a line; empty lines and lines starting with "#"
+// (age-keygen's comments) are skipped. It is an error for the Secret to
+// hold none of these, or for one of them not to parse: the error names
+// the entry, never its content.
 func ParseKeys(source string, entries map[string][]byte) (*Keys, error) {
 	k := &Keys{}
 	h := sha256.New()
+	found := false
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
-		if !strings.HasSuffix(name, KeySuffix) {
+		var err error
+		switch {
+		case strings.HasSuffix(name, KeySuffix):
+			err = k.addAge(name, entries[name])
+		case strings.HasSuffix(name, PGPSuffix):
+			err = k.addPGP(name, entries[name])
+		case isCloudEntry(name):
+			err = k.cloud.add(name, entries[name])
+		default:
 			continue
 		}
-		ids, err := age.ParseIdentities(bytes.NewReader(entries[name]))
 		if err != nil {
-			return nil, fmt.Errorf("%s: entry %s holds no valid age identity (age-keygen writes one, starting with AGE-SECRET-KEY-1): %w", source, name, errNoDetail)
+			return nil, fmt.Errorf("%s: %w", source, err)
 		}
-		for _, id := range ids {
-			x, ok := id.(*age.X25519Identity)
-			if !ok {
-				continue
-			}
-			k.identities = append(k.identities, x)
-			k.recipients = append(k.recipients, x.Recipient().String())
-		}
+		found = true
 		fmt.Fprintf(h, "%d:%s%d:%s\n", len(name), name, len(entries[name]), entries[name])
 	}
-	if len(k.identities) == 0 {
-		return nil, fmt.Errorf("%s has no age identity: add an entry whose name ends in %s holding one (driftless secret keygen --create-secret makes it)", source, KeySuffix)
+	if !found {
+		return nil, fmt.Errorf("%s holds no decryption key: add an entry whose name ends in %s holding an age identity (driftless secret keygen --create-secret makes it) or in %s holding an armored PGP private key, or credentials for a cloud key service (%s, %s, %s, %s)",
+			source, KeySuffix, PGPSuffix, AWSEntry, GCPEntry, AzureEntry, VaultEntry)
 	}
 	k.digest = hex.EncodeToString(h.Sum(nil))
 	return k, nil
@@ -70,6 +98,10 @@ var errNoDetail = errors.New("details withheld")
 
 // Recipients returns the public age recipients of the keys.
 func (k *Keys) Recipients() []string { return slices.Clone(k.recipients) }
+
+// PGPFingerprints returns the fingerprints of the OpenPGP keys, in
+// upper-case hexadecimal as gpg prints them.
+func (k *Keys) PGPFingerprints() []string { return slices.Clone(k.pgpFprs) }
 
 // Digest changes whenever the keys do, for caching a render.
 func (k *Keys) Digest() string {
@@ -86,7 +118,10 @@ func (k *Keys) Digest() string {
 // metadata says is encrypted that is not, or a value left encrypted
 // after decryption (encrypted outside the file's encrypted_regex or
 // suffix rules). Values outside those rules that are plain are fine.
-// Errors never quote a value of the file nor key material.
+// The file's data key is decrypted with an age or PGP key of k where
+// one fits, in process; else with a cloud key service k has credentials
+// for, over the network (at most cloudTimeout per key). Errors never
+// quote a value of the file nor key material.
 func (k *Keys) Decrypt(name string, data []byte) ([]byte, error) {
 	format := FormatOf(name)
 	store := format.store()
@@ -122,32 +157,45 @@ func (k *Keys) Decrypt(name string, data []byte) ([]byte, error) {
 	return plain, nil
 }
 
-// dataKey decrypts the file's data key with one of k's identities.
+// dataKey decrypts the file's data key with one of k's keys: the age and
+// PGP keys first, which need no network, then the cloud key services.
+// Its error says, for each kind of key the file is encrypted for, why
+// none decrypted it.
 func (k *Keys) dataKey(md sops.Metadata) ([]byte, error) {
 	if len(md.KeyGroups) > 1 {
-		return nil, fmt.Errorf("uses %d key groups (Shamir secret sharing), which driftless does not support; encrypt it for age recipients in one key group", len(md.KeyGroups))
+		return nil, fmt.Errorf("uses %d key groups (Shamir secret sharing), which driftless does not support; encrypt it for its keys in one key group", len(md.KeyGroups))
 	}
-	var recipients []string
-	for _, group := range md.KeyGroups {
-		for _, mk := range group {
-			ak, ok := mk.(*sopsage.MasterKey)
-			if !ok {
-				continue
-			}
-			recipients = append(recipients, ak.Recipient)
-			r, err := age.Decrypt(armor.NewReader(strings.NewReader(ak.EncryptedKey)), k.identities...)
-			if err != nil {
-				continue
-			}
-			key, err := io.ReadAll(r)
-			if err == nil && len(key) == 32 {
-				return key, nil
-			}
-		}
+	var group sops.KeyGroup
+	if len(md.KeyGroups) == 1 {
+		group = md.KeyGroups[0]
 	}
-	if len(recipients) == 0 {
-		return nil, errors.New("is encrypted for no age recipient (PGP and cloud KMS keys are not supported); encrypt it for an age recipient (driftless secret encrypt --age)")
+	if key, ok := k.ageDataKey(group); ok {
+		return key, nil
 	}
-	return nil, fmt.Errorf("is encrypted for age recipients %s, none of which the key Secret holds (it holds %s); add the matching identity to the key Secret, or encrypt the file for one of its recipients",
-		strings.Join(recipients, ", "), strings.Join(k.recipients, ", "))
+	if key, ok := k.pgpDataKey(group); ok {
+		return key, nil
+	}
+	key, cloudWhy := k.cloud.dataKey(group)
+	if key != nil {
+		return key, nil
+	}
+	var why []string
+	if r := groupAgeRecipients(group); len(r) > 0 {
+		why = append(why, fmt.Sprintf("is encrypted for age recipients %s, none of which the key Secret holds (it holds %s)", strings.Join(r, ", "), listOrNone(k.recipients)))
+	}
+	if f := groupPGPFingerprints(group); len(f) > 0 {
+		why = append(why, fmt.Sprintf("is encrypted for PGP keys %s, none of which the key Secret holds (it holds %s)", strings.Join(f, ", "), listOrNone(k.pgpFprs)))
+	}
+	why = append(why, cloudWhy...)
+	if len(why) == 0 {
+		return nil, errors.New("is encrypted for no key driftless reads (age, PGP, AWS KMS, GCP KMS, Azure Key Vault, Vault Transit); encrypt it again (driftless secret encrypt --age)")
+	}
+	return nil, fmt.Errorf("%s; add a matching key or credentials to the key Secret, or encrypt the file for one of its keys", strings.Join(why, "; "))
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }

@@ -122,7 +122,7 @@ func TestKeySecretsWithoutAnIdentityAreRefused(t *testing.T) {
 		entries map[string][]byte
 		want    string
 	}{
-		{"no .agekey entry", map[string][]byte{"identity": []byte("AGE-SECRET-KEY-1QQQ")}, "has no age identity"},
+		{"no .agekey entry", map[string][]byte{"identity": []byte("AGE-SECRET-KEY-1QQQ")}, "holds no decryption key: add an entry whose name ends in .agekey"},
 		{"an entry that is not an identity", map[string][]byte{"a.agekey": []byte("AGE-SECRET-KEY-1NOTAKEY-marker")}, "entry a.agekey holds no valid age identity"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,19 +53,7 @@ func NewSSHSigningKey(t testing.TB) *SigningKey {
 // installed it skips the test, or fails it under CI=true (MissingTool).
 func NewGPGSigningKey(t testing.TB) *SigningKey {
 	t.Helper()
-	if _, err := exec.LookPath("gpg"); err != nil {
-		MissingTool(t, "gpg is not installed (Debian package gnupg): OpenPGP signatures are not tested")
-	}
-	// A short path: gpg-agent's socket lives in the home directory.
-	home, err := os.MkdirTemp("", "gpg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"GNUPGHOME=" + home}
-	t.Cleanup(func() {
-		exec.Command("gpgconf", "--homedir", home, "--kill", "all").Run()
-		os.RemoveAll(home)
-	})
+	_, env := gpgHome(t, "OpenPGP signatures are not tested")
 	run(t, env, "gpg", "--batch", "--quiet", "--passphrase", "", "--quick-gen-key", "driftless test <test@driftless.dev>", "ed25519", "sign", "never")
 	var fpr string
 	for _, line := range strings.Split(run(t, env, "gpg", "--batch", "--with-colons", "--list-keys"), "\n") {
