@@ -138,3 +138,51 @@ func TestADependencyThatCannotBeFetchedKeepsTheLastState(t *testing.T) {
 	h.expectFailed(h.reconcile("shop"), v1alpha1.ReasonFetchFailed, "chart shop: dependency metrics 0.4.x from "+repo.URL, "is unreachable")
 	kept("the repository down")
 }
+
+// A chart's lookup answers from the cluster only with spec.lookup, and
+// then as the Sync's ServiceAccount: a ConfigMap it may read renders its
+// value; one in a namespace it may not read fails the sync, naming the
+// lookup, and the last good state stays.
+func TestAChartsLookupReadsAsTheSyncsServiceAccount(t *testing.T) {
+	h := newHarness(t)
+	other := env.Namespace(t) // the tenant has no rights there
+	for _, ns := range []string{h.ns, other} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}, Data: map[string]string{"color": "teal-" + ns}}
+		if err := c.Create(context.Background(), cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(lookup bool, namespace string) {
+		t.Helper()
+		h.repo.Commit(t, "lookup", map[string]string{
+			"apps/shop.yaml":         fmt.Sprintf("apiVersion: driftless.dev/v1alpha1\nkind: HelmChart\nmetadata: {name: shop}\nspec:\n  chart: {path: charts/shop}\n  lookup: %t\n  values: {from: %s}\n", lookup, namespace),
+			"charts/shop/Chart.yaml": "apiVersion: v2\nname: shop\nversion: 1.0.0\n",
+			"charts/shop/templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: shop
+data:
+  color: {{ dig "data" "color" "none" (lookup "v1" "ConfigMap" .Values.from "settings") | quote }}
+`,
+		})
+	}
+	commit(false, h.ns)
+	h.createSync("shop", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"apps"} })
+	h.expectReady(h.reconcile("shop"))
+	if got := configMapValue(t, h.ns, "shop", "color"); got != "none" {
+		t.Errorf("without spec.lookup the chart rendered %q, want none (lookup answers nothing, as helm template)", got)
+	}
+
+	commit(true, h.ns)
+	h.expectReady(h.reconcile("shop"))
+	if got, want := configMapValue(t, h.ns, "shop", "color"), "teal-"+h.ns; got != want {
+		t.Errorf("with spec.lookup the chart rendered %q, want %q from the cluster", got, want)
+	}
+
+	commit(true, other)
+	h.expectFailed(h.reconcile("shop"), v1alpha1.ReasonBuildFailed,
+		"apps/shop.yaml", "lookup v1 ConfigMap "+other+"/settings was denied to the identity the Sync reads with", "turn spec.lookup off")
+	if got, want := configMapValue(t, h.ns, "shop", "color"), "teal-"+h.ns; got != want {
+		t.Errorf("after a denied lookup the ConfigMap holds %q, want %q kept", got, want)
+	}
+}

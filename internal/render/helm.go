@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"text/template"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
@@ -41,13 +42,14 @@ func (r *renderer) addHelmChart(o Origin, doc document) {
 		return
 	}
 	object := "HelmChart/" + hc.Metadata.Name
+	r.lookedUpSecret = false
 	chrt, err := r.loadChart(o.Path, hc)
 	if err == nil {
 		var rendered map[string]string
 		if rendered, err = r.renderChart(o.Path, hc, chrt); err == nil {
 			from := len(r.objects)
 			r.addChartObjects(o.Path, hc, chrt, rendered)
-			if r.secretValues(hc) {
+			if r.secretValues(hc) || r.lookedUpSecret {
 				// Any template may put a value anywhere: every object
 				// of the chart is masked like decrypted data.
 				r.markDecrypted(from)
@@ -236,7 +238,16 @@ func (r *renderer) renderChart(file string, hc *v1alpha1.HelmChart, c *chart.Cha
 	if release, ok := top["Release"].(map[string]any); ok {
 		release["Service"] = releaseService
 	}
-	rendered, err = engine.Engine{}.RenderWithContext(context.Background(), c, top)
+	eng := engine.Engine{}
+	if hc.Spec.Lookup && r.opts.Lookup != nil {
+		eng.CustomTemplateFuncs = template.FuncMap{"lookup": func(apiVersion, kind, namespace, name string) (map[string]any, error) {
+			if kind == "Secret" {
+				r.lookedUpSecret = true
+			}
+			return r.opts.Lookup(apiVersion, kind, namespace, name)
+		}}
+	}
+	rendered, err = eng.RenderWithContext(context.Background(), c, top)
 	if err != nil {
 		return nil, fmt.Errorf("chart template failed: %w", err)
 	}
