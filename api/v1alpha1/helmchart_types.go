@@ -56,6 +56,11 @@ type HelmChartSpec struct {
 	// IncludeCRDs renders the chart's crds/ directories, applied before the
 	// chart's other objects and upgraded like any object.
 	IncludeCRDs bool `json:"includeCRDs,omitempty"`
+	// Lookup answers the chart's lookup function from the cluster, read
+	// as the Sync reads (a tenant Sync as its ServiceAccount). Off, and in
+	// a render without a cluster, lookup returns nothing, as in helm
+	// template.
+	Lookup bool `json:"lookup,omitempty"`
 }
 
 // ChartReference names a chart: Path, or Repository and Name, or OCI.

@@ -125,8 +125,9 @@ type RenderOptions struct {
 	KubeVersion string
 	APIVersions []string
 	// Reader reads the ConfigMaps and Secrets of HelmCharts' valuesFrom
-	// and chart secretRef in the Sync's namespace, as whoever the caller
-	// reads for the Sync (see Reader); nil makes valuesFrom an error.
+	// and chart secretRef in the Sync's namespace, and the objects of
+	// their lookups (spec.lookup), as whoever the caller reads for the
+	// Sync (see Reader); nil makes valuesFrom an error and lookup empty.
 	Reader Reader
 	// Charts fetches charts from chart repositories and OCI registries;
 	// nil makes such a HelmChart an error. ChartCache, when Charts is nil,
@@ -177,6 +178,14 @@ func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revis
 	if chartFetcher != nil {
 		chartFetcher = readOutside{chartFetcher, outside}
 	}
+	var lookupFunc render.LookupFunc
+	if o.Reader != nil {
+		read := lookup(ctx, o.Reader)
+		lookupFunc = func(apiVersion, kind, namespace, name string) (map[string]any, error) {
+			outside()
+			return read(apiVersion, kind, namespace, name)
+		}
+	}
 	var remote render.RemoteFetcher
 	if o.Remote != nil {
 		remote = o.Remote.Fetcher(ctx, outside)
@@ -196,6 +205,7 @@ func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revis
 		APIVersions:      o.APIVersions,
 		ValuesFrom:       values,
 		Charts:           chartFetcher,
+		Lookup:           lookupFunc,
 		Decrypt:          o.Decrypt,
 		Cache:            o.Cache,
 		ReadsBeyondPaths: o.ReadsBeyondPaths,

@@ -12,8 +12,8 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
+	"text/template"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
@@ -42,13 +42,14 @@ func (r *renderer) addHelmChart(o Origin, doc document) {
 		return
 	}
 	object := "HelmChart/" + hc.Metadata.Name
+	r.lookedUpSecret = false
 	chrt, err := r.loadChart(o.Path, hc)
 	if err == nil {
 		var rendered map[string]string
 		if rendered, err = r.renderChart(o.Path, hc, chrt); err == nil {
 			from := len(r.objects)
 			r.addChartObjects(o.Path, hc, chrt, rendered)
-			if r.secretValues(hc) {
+			if r.secretValues(hc) || r.lookedUpSecret {
 				// Any template may put a value anywhere: every object
 				// of the chart is masked like decrypted data.
 				r.markDecrypted(from)
@@ -72,16 +73,23 @@ func (r *renderer) loadChart(file string, hc *v1alpha1.HelmChart) (c *chart.Char
 			err = fmt.Errorf("helm could not load the chart: %v", p)
 		}
 	}()
+	dir := ""
 	if hc.Spec.Chart.Path == "" {
-		return r.fetchChart(file, hc)
+		if c, err = r.fetchChart(file, hc); err != nil {
+			return nil, err
+		}
+	} else {
+		files, err := r.chartFiles("spec.chart.path", hc.Spec.Chart.Path)
+		if err != nil {
+			return nil, err
+		}
+		if c, err = chartloader.LoadFiles(files); err != nil {
+			return nil, fmt.Errorf("chart %s cannot be loaded: %w", hc.Spec.Chart.Path, err)
+		}
+		dir = filepath.ToSlash(filepath.Clean(hc.Spec.Chart.Path))
 	}
-	files, err := r.chartFiles(hc.Spec.Chart.Path)
-	if err != nil {
+	if err := r.addDependencies(file, hc, c, dir); err != nil {
 		return nil, err
-	}
-	c, err = chartloader.LoadFiles(files)
-	if err != nil {
-		return nil, fmt.Errorf("chart %s cannot be loaded: %w", hc.Spec.Chart.Path, err)
 	}
 	return c, nil
 }
@@ -96,17 +104,24 @@ func (r *renderer) fetchChart(file string, hc *v1alpha1.HelmChart) (*chart.Chart
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w: %w", ref, ErrFetchFailed, err)
 	}
+	return r.loadFetched("chart "+ref, fetched)
+}
+
+// loadFetched reads and loads the archive a ChartFetcher fetched,
+// counting it against the render's budgets. what names the chart in
+// errors.
+func (r *renderer) loadFetched(what string, fetched FetchedChart) (*chart.Chart, error) {
 	f, err := os.Open(fetched.Path)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s %s: %w: %w", ref, fetched.Version, ErrFetchFailed, err)
+		return nil, fmt.Errorf("%s %s: %w: %w", what, fetched.Version, ErrFetchFailed, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, min(maxFileSize, r.bytesLeft())+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("chart %s %s: %w: %w", ref, fetched.Version, ErrFetchFailed, err)
+		return nil, fmt.Errorf("%s %s: %w: %w", what, fetched.Version, ErrFetchFailed, err)
 	case int64(len(data)) > maxFileSize:
-		return nil, fmt.Errorf("chart %s %s: archive %w", ref, fetched.Version, errTooLarge)
+		return nil, fmt.Errorf("%s %s: archive %w", what, fetched.Version, errTooLarge)
 	case int64(len(data)) > r.bytesLeft():
 		return nil, r.filesOverBudget(int64(len(data)))
 	}
@@ -116,30 +131,30 @@ func (r *renderer) fetchChart(file string, hc *v1alpha1.HelmChart) (*chart.Chart
 	}
 	c, err := chartloader.LoadArchive(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("chart %s %s (%s) cannot be loaded: %w", ref, fetched.Version, fetched.Digest, err)
+		return nil, fmt.Errorf("%s %s (%s) cannot be loaded: %w", what, fetched.Version, fetched.Digest, err)
 	}
 	return c, nil
 }
 
 // chartFiles reads the files of the chart directory dir of the
 // repository, leaving out those its .helmignore names.
-func (r *renderer) chartFiles(dir string) ([]*archive.BufferedFile, error) {
+func (r *renderer) chartFiles(field, dir string) ([]*archive.BufferedFile, error) {
 	clean := filepath.Clean(dir)
 	if filepath.IsAbs(dir) || !filepath.IsLocal(clean) {
-		return nil, fmt.Errorf("spec.chart.path %q is outside the repository; it is relative to the repository root and cannot leave it", dir)
+		return nil, fmt.Errorf("%s %q is outside the repository; it is relative to the repository root and cannot leave it", field, dir)
 	}
 	dir = filepath.ToSlash(clean)
 	info, err := fs.Stat(r.fsys, dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("spec.chart.path %q not found in the repository%s", dir, r.atRevision())
+		return nil, fmt.Errorf("%s %q not found in the repository%s", field, dir, r.atRevision())
 	case err != nil:
-		return nil, fmt.Errorf("spec.chart.path %q cannot be read: %w", dir, r.readError(dir, err))
+		return nil, fmt.Errorf("%s %q cannot be read: %w", field, dir, r.readError(dir, err))
 	case !info.IsDir():
-		return nil, fmt.Errorf("spec.chart.path %q is not a directory; name the directory that holds Chart.yaml", dir)
+		return nil, fmt.Errorf("%s %q is not a directory; name the directory that holds Chart.yaml", field, dir)
 	}
 	if _, err := fs.Stat(r.fsys, path.Join(dir, "Chart.yaml")); err != nil {
-		return nil, fmt.Errorf("spec.chart.path %q holds no Chart.yaml; name a chart directory", dir)
+		return nil, fmt.Errorf("%s %q holds no Chart.yaml; name a chart directory", field, dir)
 	}
 
 	rules := ignore.Empty()
@@ -197,9 +212,6 @@ func (r *renderer) renderChart(file string, hc *v1alpha1.HelmChart, c *chart.Cha
 	if c.Metadata.Type == "library" {
 		return nil, fmt.Errorf("chart %s is a library chart, which renders nothing on its own; name an application chart that depends on it", c.Name())
 	}
-	if err := missingDependencies(c); err != nil {
-		return nil, err
-	}
 	caps, err := r.capabilities()
 	if err != nil {
 		return nil, err
@@ -226,7 +238,16 @@ func (r *renderer) renderChart(file string, hc *v1alpha1.HelmChart, c *chart.Cha
 	if release, ok := top["Release"].(map[string]any); ok {
 		release["Service"] = releaseService
 	}
-	rendered, err = engine.Engine{}.RenderWithContext(context.Background(), c, top)
+	eng := engine.Engine{}
+	if hc.Spec.Lookup && r.opts.Lookup != nil {
+		eng.CustomTemplateFuncs = template.FuncMap{"lookup": func(apiVersion, kind, namespace, name string) (map[string]any, error) {
+			if kind == "Secret" {
+				r.lookedUpSecret = true
+			}
+			return r.opts.Lookup(apiVersion, kind, namespace, name)
+		}}
+	}
+	rendered, err = eng.RenderWithContext(context.Background(), c, top)
 	if err != nil {
 		return nil, fmt.Errorf("chart template failed: %w", err)
 	}
@@ -252,22 +273,6 @@ func (r *renderer) capabilities() (*common.Capabilities, error) {
 		apis = common.VersionSet(r.opts.APIVersions)
 	}
 	return &common.Capabilities{KubeVersion: *kv, APIVersions: apis, HelmVersion: common.DefaultCapabilities.HelmVersion}, nil
-}
-
-// missingDependencies returns an error naming the dependencies of
-// Chart.yaml that are not vendored in charts/, as helm install does.
-func missingDependencies(c *chart.Chart) error {
-	var missing []string
-	for _, d := range c.Metadata.Dependencies {
-		if !slices.ContainsFunc(c.Dependencies(), func(sub *chart.Chart) bool { return sub.Name() == d.Name }) {
-			missing = append(missing, d.Name)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("chart %s: dependencies %s are in Chart.yaml but not in charts/; run helm dependency build and commit charts/",
-			c.Name(), strings.Join(missing, ", "))
-	}
-	return nil
 }
 
 // schemaRef finds the references of a JSON schema to other documents.

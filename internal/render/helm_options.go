@@ -29,6 +29,12 @@ var ErrValuesNotFound = errors.New("not found")
 // does not exist. It must never put the data in its error.
 type ValuesReader func(kind, name, key string) ([]byte, error)
 
+// LookupFunc answers the lookup function of a HelmChart's templates
+// (spec.lookup): the object of apiVersion and kind named name in
+// namespace, as a map, or an empty map when it does not exist. Its error
+// must say which lookup failed and never quote the object's data.
+type LookupFunc func(apiVersion, kind, namespace, name string) (map[string]any, error)
+
 // ChartFetcher fetches the charts of HelmCharts that name an HTTP Helm
 // repository (spec.chart.repository, name and version) or an OCI registry
 // (spec.chart.oci and version), for render, which talks to no network.

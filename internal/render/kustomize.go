@@ -214,6 +214,10 @@ func (r *renderer) addBuilt(k kustomization, m resmap.ResMap, stripOrigins bool)
 		if obj, ok := v.(map[string]any); ok {
 			o.From = cmp.Or(r.shownName(originOf(k.dir, obj, stripOrigins)), k.file)
 		}
+		if isHelmChart(v) {
+			r.fail(o, "HelmChart", errors.New("the kustomization lists a HelmChart, which Kustomize cannot render; list the HelmChart's file or directory in the Sync's paths, beside the kustomization"))
+			continue
+		}
 		if r.countDecoded(o, decodedSize(v)) {
 			r.addValue(o, "object", v)
 		}

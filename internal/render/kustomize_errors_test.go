@@ -121,6 +121,13 @@ func TestRenderKustomizationErrors(t *testing.T) {
 		},
 		want: []string{`app/kustomization.yaml: helmCharts: driftless does not inflate Helm charts inside Kustomize; remove it, and render the chart with a HelmChart document`},
 	}, {
+		name: "a HelmChart document as a resource",
+		files: map[string]string{
+			"app/kustomization.yaml": "resources: [helmchart.yaml]\n",
+			"app/helmchart.yaml":     "apiVersion: driftless.dev/v1alpha1\nkind: HelmChart\nmetadata: {name: web}\nspec:\n  chart: {path: charts/web}\n",
+		},
+		want: []string{`app/kustomization.yaml → app/helmchart.yaml: HelmChart: the kustomization lists a HelmChart, which Kustomize cannot render; list the HelmChart's file or directory in the Sync's paths, beside the kustomization`},
+	}, {
 		name: "an exec function",
 		files: map[string]string{
 			"app/kustomization.yaml": "resources: []\ntransformers: [fn.yaml]\n",

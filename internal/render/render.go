@@ -80,6 +80,11 @@ type Options struct {
 	// Charts fetches the charts of HelmCharts that name a chart repository
 	// or an OCI registry. Nil makes such a HelmChart an error.
 	Charts ChartFetcher
+	// Lookup answers lookup in the templates of HelmCharts with
+	// spec.lookup. Nil, for rendering without a cluster, and for a
+	// HelmChart without spec.lookup, lookup returns an empty map, as in
+	// helm template.
+	Lookup LookupFunc
 	// ReadsBeyondPaths, when set, is called when a generator runs that
 	// may read files outside Paths: a kustomization (its bases) or a
 	// HelmChart (its chart and values files). A render without such a
@@ -183,6 +188,9 @@ type renderer struct {
 	errs    []*Error
 	used    usage
 	over    bool // a budget is exceeded: read nothing more
+	// lookedUpSecret is set when the HelmChart being rendered looked up
+	// a Secret: its objects are then masked like decrypted data.
+	lookedUpSecret bool
 	// checkoutDir is Options.Root, absolute and without symbolic links,
 	// once a kustomization needs it.
 	checkoutDir string

@@ -10,10 +10,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chartloader "helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"sigs.k8s.io/yaml"
 )
 
@@ -51,6 +55,30 @@ func PackageChart(t testing.TB, name, version string) []byte {
 	return buf.Bytes()
 }
 
+// PackageChartFiles returns the archive of the chart made of files (paths
+// relative to the chart directory: Chart.yaml, values.yaml,
+// templates/...), packaged by the Helm SDK as helm package packages it.
+func PackageChartFiles(t testing.TB, files map[string]string) []byte {
+	t.Helper()
+	var buffered []*archive.BufferedFile
+	for name, body := range files {
+		buffered = append(buffered, &archive.BufferedFile{Name: name, Data: []byte(body)})
+	}
+	c, err := chartloader.LoadFiles(buffered)
+	if err != nil {
+		t.Fatalf("package chart: %v", err)
+	}
+	path, err := chartutil.Save(c, t.TempDir())
+	if err != nil {
+		t.Fatalf("package chart %s: %v", c.Name(), err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("package chart %s: %v", c.Name(), err)
+	}
+	return data
+}
+
 // ChartRepo is an HTTP Helm repository on loopback: an index.yaml (with
 // an ETag, answering If-None-Match with 304) and the chart archives it
 // lists under relative URLs (charts/<name>-<version>.tgz).
@@ -64,6 +92,7 @@ type ChartRepo struct {
 	entries   map[string][]chartEntry
 	archives  map[string][]byte // by URL path
 	downloads int
+	withAuth  int
 	server    *httptest.Server
 }
 
@@ -126,12 +155,22 @@ func (r *ChartRepo) Downloads() int {
 	return r.downloads
 }
 
+// Authorized is how many requests carried an Authorization header.
+func (r *ChartRepo) Authorized() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.withAuth
+}
+
 // Close stops the server: the repository becomes unreachable.
 func (r *ChartRepo) Close() { r.server.Close() }
 
 func (r *ChartRepo) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if req.Header.Get("Authorization") != "" {
+		r.withAuth++
+	}
 	if r.Username != "" || r.Password != "" {
 		user, pass, ok := req.BasicAuth()
 		if !ok || user != r.Username || pass != r.Password {
