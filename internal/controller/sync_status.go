@@ -48,6 +48,9 @@ type outcome struct {
 	reverted []string
 	// hold is the hold the sync applied (see heldRevision), or nil.
 	hold *held
+	// retry is how soon to try again a Sync whose cluster did not
+	// answer (ClusterUnreachable); zero otherwise.
+	retry time.Duration
 }
 
 // pending reports whether a dry run found anything to do.
