@@ -243,7 +243,9 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	if regarding == nil {
 		regarding = change.Applied
 	}
-	if regarding != nil {
+	if regarding != nil && req.Cluster == "" {
+		// (An object of a remote cluster has no place for an Event here:
+		// the Sync's says it.)
 		r.Recorder.Eventf(regarding, nil, eventType, reason, "Revert", "%s", incident.Message)
 	}
 	r.Recorder.Eventf(&s, nil, eventType, reason, "Revert", "%s: %s", step.ID, incident.Message)

@@ -50,9 +50,9 @@ func ReadKubeConfig(ctx context.Context, reader Reader, s *v1alpha1.Sync) (*Kube
 	err := reader.Get(ctx, key, &sec)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("Secret %s of spec.kubeConfig does not exist; create it with the target cluster's kubeconfig under the key %q (docs/remote-clusters.md)", key, keyOrDefault(ref.Key))
+		return nil, fmt.Errorf("spec.kubeConfig names Secret %s, which does not exist: create it with the target cluster's kubeconfig under the key %q (docs/remote-clusters.md)", key, keyOrDefault(ref.Key))
 	case err != nil:
-		return nil, fmt.Errorf("%w: read Secret %s of spec.kubeConfig: %w", ErrKubeConfigUnreadable, key, err)
+		return nil, fmt.Errorf("%w: read spec.kubeConfig's Secret %s: %w", ErrKubeConfigUnreadable, key, err)
 	}
 	dataKey := ref.Key
 	if dataKey == "" {
@@ -63,11 +63,11 @@ func ReadKubeConfig(ctx context.Context, reader Reader, s *v1alpha1.Sync) (*Kube
 	}
 	data, ok := sec.Data[dataKey]
 	if !ok {
-		return nil, fmt.Errorf("Secret %s of spec.kubeConfig has no key %s; put the kubeconfig under that key, or set spec.kubeConfig.secretRef.key", key, keyOrDefault(ref.Key))
+		return nil, fmt.Errorf("spec.kubeConfig's Secret %s has no key %s: put the kubeconfig under that key, or set spec.kubeConfig.secretRef.key", key, keyOrDefault(ref.Key))
 	}
 	cfg, server, err := ParseKubeConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s key %s of spec.kubeConfig: %w", key, dataKey, err)
+		return nil, fmt.Errorf("spec.kubeConfig's Secret %s, key %s, %w", key, dataKey, err)
 	}
 	return &KubeConfig{Config: cfg, Server: server, Secret: key, Key: dataKey, Version: sec.ResourceVersion}, nil
 }
