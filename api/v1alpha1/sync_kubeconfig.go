@@ -34,5 +34,19 @@ type SecretKeyReference struct {
 	Key string `json:"key,omitempty"`
 }
 
-// Remote reports whether s applies to a cluster other than the agent's.
-func (s *Sync) Remote() bool { return s.Spec.KubeConfig != nil }
+// InCluster is what views show as the cluster of a Sync that applies to
+// the agent's own cluster.
+const InCluster = "in-cluster"
+
+// TargetCluster says which cluster s applies to, for views: InCluster;
+// the server it last synced to (status.cluster); or, before its first
+// sync, the kubeconfig's Secret as "secret/<name>".
+func (s *Sync) TargetCluster() string {
+	switch {
+	case s.Spec.KubeConfig == nil:
+		return InCluster
+	case s.Status.Cluster != "":
+		return s.Status.Cluster
+	}
+	return "secret/" + s.Spec.KubeConfig.SecretRef.Name
+}

@@ -518,6 +518,10 @@ const MaxDrift = 20
 type SyncStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Cluster is the server (scheme and host) of the cluster of
+	// spec.kubeConfig the Sync last synced to; empty for the agent's own.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -91,6 +91,15 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 		if err := c.Get(ctx, key, &inv); err != nil {
 			t.Errorf("the Sync's Inventory is not in A: %v", err)
 		}
+		// get and tree name the cluster the Sync applies to.
+		kubeconfig := env.ControlPlane.KubeconfigPath()
+		server := "https://" + strings.TrimPrefix(b.ControlPlane.APIServerURL, "https://")
+		if out := runCLI(t, "get", "syncs", "-n", ns, "--kubeconfig", kubeconfig).expect(t, 0).out; !strings.Contains(out, "CLUSTER") || !strings.Contains(out, server) {
+			t.Errorf("get syncs does not show the cluster %s:\n%s", server, out)
+		}
+		if out := runCLI(t, "tree", key.String(), "--kubeconfig", kubeconfig).expect(t, 0).out; !strings.Contains(out, "in cluster "+server) {
+			t.Errorf("tree does not name the cluster %s:\n%s", server, out)
+		}
 	})
 
 	t.Run("a hand edit in B is reverted, saying who made it", func(t *testing.T) {

@@ -372,6 +372,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// which must answer before anything of the sync is asked of it.
 	t, reason, err := r.targetOf(ctx, s, id, reader)
 	tgt = t
+	if tgt.remote != nil {
+		o.cluster = tgt.remote.server
+	}
 	if err != nil {
 		return fail(reason, err)
 	}
