@@ -60,7 +60,7 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 
 	srv := testenv.NewGitServer(t)
 	repo := srv.NewRepo(t, "fleet")
-	first := repo.Commit(t, "web config", map[string]string{"apps/config.yaml": remoteConfigMap(ns, "v1")})
+	first := repo.Commit(t, "web config", map[string]string{"apps/config.yaml": agenttest.ConfigMap(ns, "web-config", "v1")})
 	agent := agenttest.Start(t, agenttest.Options(t, agentCfg, agentNS))
 	var web *v1alpha1.Sync
 	agent.Eventually("the Sync is created (the agent installs its CRD as it starts)", func() string {
@@ -80,7 +80,7 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 	}
 
 	t.Run("a Sync in cluster A applies to cluster B", func(t *testing.T) {
-		agent.Eventually("the Sync is Ready at the first commit", syncAppliedAt(key, first))
+		agent.Eventually("the Sync is Ready at the first commit", agenttest.AppliedAt(c, key, first))
 		if got := greeting(cb); got != "v1" {
 			t.Errorf("greeting in B = %q, want v1", got)
 		}
@@ -138,7 +138,7 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 				_ = b.ControlPlane.StartComponent(ctx, testenv.APIServer)
 			}
 		})
-		second := repo.Commit(t, "web config v2", map[string]string{"apps/config.yaml": remoteConfigMap(ns, "v2")})
+		second := repo.Commit(t, "web config v2", map[string]string{"apps/config.yaml": agenttest.ConfigMap(ns, "web-config", "v2")})
 		server := strings.TrimPrefix(b.ControlPlane.APIServerURL, "https://")
 		agent.Eventually("the Sync says B is unreachable", func() string {
 			var s v1alpha1.Sync
@@ -169,7 +169,7 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		restarted = true
-		agent.Eventually("the Sync is Ready at the second commit once B is back", syncAppliedAt(key, second))
+		agent.Eventually("the Sync is Ready at the second commit once B is back", agenttest.AppliedAt(c, key, second))
 		if got := greeting(cb); got != "v2" {
 			t.Errorf("greeting in B = %q, want v2", got)
 		}
@@ -324,10 +324,6 @@ func remoteSync(ns, name, url, serviceAccount, secret string) *v1alpha1.Sync {
 			KubeConfig:         &v1alpha1.KubeConfigReference{SecretRef: v1alpha1.SecretKeyReference{Name: secret}},
 		},
 	}
-}
-
-func remoteConfigMap(ns, greeting string) string {
-	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\n  namespace: %s\ndata:\n  greeting: %s\n", ns, greeting)
 }
 
 func remoteSyncRefused(key client.ObjectKey, reason string, says ...string) func() string {
