@@ -337,6 +337,14 @@ type SyncSpec struct {
 	// (BuildFailed), naming the file.
 	// +optional
 	Decryption *Decryption `json:"decryption,omitempty"`
+	// KubeConfig makes the Sync apply to another cluster: the one of the
+	// kubeconfig in a Secret of the Sync's namespace (see
+	// docs/remote-clusters.md). Validation, apply, prune, health waits and
+	// drift watches all talk to that cluster, and serviceAccountName is
+	// impersonated there. The Sync, its status and its Inventory stay in
+	// the agent's cluster.
+	// +optional
+	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
 }
 
 // Decryption says how to decrypt a Sync's encrypted files.
@@ -510,6 +518,10 @@ const MaxDrift = 20
 type SyncStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Cluster is the server (scheme and host) of the cluster of
+	// spec.kubeConfig the Sync last synced to; empty for the agent's own.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +optional

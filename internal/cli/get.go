@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -145,6 +146,11 @@ func renderSyncTable(w io.Writer, l syncList) error {
 	}
 	// A painted column is painted in the header too, to keep it aligned.
 	header = append(header, "NAME", "REVISION", l.colour.paint(colourNone, "READY"), "LAST SYNC", "OBJECTS", "DRIFT", l.colour.paint(colourNone, "SUSPENDED"))
+	// The cluster is shown when a Sync applies to another (spec.kubeConfig).
+	remote := slices.ContainsFunc(l.Syncs, func(r syncRow) bool { return r.Cluster != v1alpha1.InCluster })
+	if remote {
+		header = append(header, "CLUSTER")
+	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range l.Syncs {
 		var cells []string
@@ -167,6 +173,9 @@ func renderSyncTable(w io.Writer, l syncList) error {
 		cells = append(cells, r.Name, orDash(source.Short(r.Revision)),
 			readyCell(r, l.colour),
 			age(l.now, last), fmt.Sprint(r.Objects), fmt.Sprint(r.DriftLast24h), suspended)
+		if remote {
+			cells = append(cells, r.Cluster)
+		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	for _, u := range l.Unreachable {

@@ -8,6 +8,7 @@ import (
 
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source"
 	"github.com/driftless/driftless/internal/syncview"
 	"github.com/spf13/cobra"
@@ -70,7 +71,11 @@ func healthColour(h string) string {
 }
 
 func renderTreeText(w io.Writer, r treeReport) error {
-	fmt.Fprintf(w, "Sync %s (Ready: %s, revision %s, %d objects)\n", r.Sync,
+	in := ""
+	if r.Cluster != v1alpha1.InCluster {
+		in = " in cluster " + r.Cluster
+	}
+	fmt.Fprintf(w, "Sync %s%s (Ready: %s, revision %s, %d objects)\n", r.Sync, in,
 		r.colour.paint(readyColour(r.Ready), readyText(r.Ready, r.Reason)), orDash(source.Short(r.Revision)), len(r.Objects))
 	// The branches: the dependencies, then one per namespace.
 	type group struct {

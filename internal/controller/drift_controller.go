@@ -60,7 +60,11 @@ type DriftReconciler struct {
 	// Sync's reverts the identity its syncs use (SyncReconciler).
 	Applier    client.Client
 	Identities *Identities
-	Recorder   EventRecorder
+	// Clusters are the remote clusters of Syncs with spec.kubeConfig
+	// (SyncReconciler.Clusters); their watches' requests are checked
+	// there.
+	Clusters *Clusters
+	Recorder EventRecorder
 	// Reader reads Syncs from the API server for status updates.
 	Reader client.Reader
 	// Store holds what each Sync last applied; the Sync reconciler
@@ -101,7 +105,19 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		r.Store.MarkToCheck(syncKey, req.ID())
 		return ctrl.Result{}, err
 	}
-	if r.ownEcho(ctx, req) {
+	// The watch that saw the change is the agent's; the comparison and
+	// the revert are the Sync's own, as its identity, in the cluster the
+	// Sync applies to.
+	live, id, here, idErr := r.driftTarget(&s, req.Cluster)
+	if !here {
+		// Seen in a cluster the Sync does not apply to (any more), or
+		// before its cluster was built here: the next sync compares it.
+		if req.Cluster == clusterKey(&s) {
+			r.Store.MarkToCheck(syncKey, req.ID())
+		}
+		return ctrl.Result{}, nil
+	}
+	if r.ownEcho(ctx, live, req) {
 		// The object is as the agent's own last write left it.
 		return ctrl.Result{}, nil
 	}
@@ -155,10 +171,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	}
 	opts := apply.DefaultOptions(s.LabelValue())
 	opts.DryRun = report || !decision.Revert
-	// The watch that saw the change is the agent's; the comparison and
-	// the revert are the Sync's own, as its identity.
-	id, err := identityOf(r.Identities, r.Applier, &s)
-	if err != nil {
+	if idErr != nil {
 		return ctrl.Result{}, nil // the Sync is stalled and says why
 	}
 	opts.Written = func(obj *unstructured.Unstructured) { r.Store.Writes().Wrote(obj.GetUID(), obj.GetResourceVersion()) }
@@ -230,7 +243,9 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	if regarding == nil {
 		regarding = change.Applied
 	}
-	if regarding != nil {
+	if regarding != nil && req.Cluster == "" {
+		// (An object of a remote cluster has no place for an Event here:
+		// the Sync's says it.)
 		r.Recorder.Eventf(regarding, nil, eventType, reason, "Revert", "%s", incident.Message)
 	}
 	r.Recorder.Eventf(&s, nil, eventType, reason, "Revert", "%s: %s", step.ID, incident.Message)
@@ -248,10 +263,10 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 // of that write (its watch event may come before the write's answer is
 // recorded) then costs no request. Any doubt (the object gone, a read
 // that fails) is no.
-func (r *DriftReconciler) ownEcho(ctx context.Context, req drift.Request) bool {
+func (r *DriftReconciler) ownEcho(ctx context.Context, live client.Reader, req drift.Request) bool {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(req.GVK)
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, m); err != nil {
+	if err := live.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, m); err != nil {
 		return false
 	}
 	return r.Store.Writes().Ours(m.UID, m.ResourceVersion)

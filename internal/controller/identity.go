@@ -82,6 +82,9 @@ type Identities struct {
 	agent   client.Client
 	config  *rest.Config
 	options client.Options
+	// cluster is the server of a remote cluster (spec.kubeConfig) whose
+	// identities these are, for messages; "" for the agent's cluster.
+	cluster string
 
 	mu      sync.Mutex
 	clients map[string]client.Client
@@ -204,10 +207,17 @@ type identity struct {
 // serviceAccount is "", else serviceAccount of s's namespace.
 func (i *Identities) For(s *v1alpha1.Sync, serviceAccount string) (identity, error) {
 	if serviceAccount == "" {
-		return identity{name: "the agent", client: forbiddenNamed{Client: i.agent, who: "the agent"}}, nil
+		name := "the agent"
+		if i.cluster != "" {
+			name = "the kubeconfig's user in cluster " + i.cluster
+		}
+		return identity{name: name, client: forbiddenNamed{Client: i.agent, who: name}}, nil
 	}
 	user := "system:serviceaccount:" + s.Namespace + ":" + serviceAccount
 	name := "serviceaccount " + s.Namespace + ":" + serviceAccount
+	if i.cluster != "" {
+		name += " in cluster " + i.cluster
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if c, ok := i.clients[user]; ok {

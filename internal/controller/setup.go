@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/drift"
@@ -133,12 +135,14 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 	if err != nil {
 		return nil, err
 	}
+	clusters := NewClusters(mgr.GetScheme(), opts.Tenancy)
 	store := NewStore()
 	syncs := &SyncReconciler{
 		Client:     mgr.GetClient(),
 		Reader:     mgr.GetAPIReader(),
 		Applier:    applier,
 		Identities: identities,
+		Clusters:   clusters,
 		RenderOptions: engine.RenderOptions{Scope: engine.MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets,
 			ChartCache: &charts.Fetcher{Dir: filepath.Join(opts.CacheDir, "charts")}},
 		Discovery:     dc,
@@ -156,6 +160,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		Client:     mgr.GetClient(),
 		Applier:    applier,
 		Identities: identities,
+		Clusters:   clusters,
 		Recorder:   recorder,
 		Reader:     mgr.GetAPIReader(),
 		Store:      store,
@@ -172,6 +177,15 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		return nil, err
 	}
 	syncs.Watches = watches
+	clusters.watches = watches.remote
+	// The remote clusters' watches end with the manager.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		clusters.Stop()
+		return nil
+	})); err != nil {
+		return nil, err
+	}
 	if err := syncs.SetupWithManager(mgr, opts.Concurrency, opts.Wake); err != nil {
 		return nil, err
 	}

@@ -74,6 +74,9 @@ type SyncReconciler struct {
 	// objects (Tenancy). Nil: every Sync acts as the agent, through
 	// Applier, unfenced.
 	Identities *Identities
+	// Clusters, when set, are the remote clusters Syncs with
+	// spec.kubeConfig apply to; nil refuses such Syncs (InvalidSpec).
+	Clusters *Clusters
 	// RenderOptions are the agent's render settings (scope, budgets,
 	// chart cache). Its Reader is replaced, for each Sync, by the one
 	// that reads what the Sync names (Reader, or the Sync's identity).
@@ -98,10 +101,7 @@ type SyncReconciler struct {
 	// covers a Sync's kinds and nothing changed in git, an interval costs
 	// no request per object. A full comparison still runs every
 	// FullResync (default 1h).
-	Watches interface {
-		Ensure(ctx context.Context, gvks []schema.GroupVersionKind, since time.Time) error
-		Covers(gvks []schema.GroupVersionKind) bool
-	}
+	Watches    watcher
 	FullResync time.Duration
 	// Store holds each Sync's render cache and what it applied; the drift
 	// reconciler reads the same Store.
@@ -163,6 +163,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Store.Forget(req.NamespacedName)
+			r.Clusters.Release(req.NamespacedName)
 			r.woken.Delete(req.NamespacedName)
 			forgetSync(req.String())
 		}
@@ -236,6 +237,10 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, o.reason, "Sync", "%s", o.message())
 		// Retry sooner than the interval for failures that may heal by
 		// themselves (an unreachable server); stalled ones wait for a change.
+		if o.reason == v1alpha1.ReasonClusterUnreachable && o.retry > 0 {
+			// Backs off while the cluster stays away (cluster.go).
+			return ctrl.Result{RequeueAfter: min(interval, o.retry)}, nil
+		}
 		if o.reason == v1alpha1.ReasonDependencyNotReady {
 			// Dependencies' status changes also wake this Sync up.
 			return ctrl.Result{RequeueAfter: min(interval, 30*time.Second)}, nil
@@ -346,10 +351,14 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// names, and fetch errors never quote a credential).
 	reader := readerOf(r.Identities, r.Reader, s, id)
 	rendered := &engine.SecretRecorder{Reader: reader}
+	var tgt target
 	fail := func(reason string, err error) outcome {
 		if deniedRead(err) {
 			// The Sync's ServiceAccount may not read what it names.
 			reason = v1alpha1.ReasonAccessDenied
+		}
+		if tgt.remote != nil {
+			o.retry = tgt.remote.failed(reason == v1alpha1.ReasonClusterUnreachable)
 		}
 		o.reason, o.err = reason, redact.New(rendered.Values()...).Error(secrets.Error(err))
 		o.duration = time.Since(o.started)
@@ -357,6 +366,16 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 
 	if reason, err := r.checkDependencies(ctx, s); err != nil {
+		return fail(reason, err)
+	}
+	// The cluster the objects live in: the agent's, or spec.kubeConfig's,
+	// which must answer before anything of the sync is asked of it.
+	t, reason, err := r.targetOf(ctx, s, id, reader)
+	tgt = t
+	if tgt.remote != nil {
+		o.cluster = tgt.remote.server
+	}
+	if err != nil {
 		return fail(reason, err)
 	}
 	req, err := engine.SourceRequest(ctx, reader, s)
@@ -383,7 +402,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(keysFailure(err), err)
 	}
-	digest := engine.VariablesDigest(vars) + keys.Digest()
+	digest := engine.VariablesDigest(vars) + keys.Digest() + tgt.digest()
 	key := client.ObjectKeyFromObject(s)
 	// Objects a drift check saw changed and could not act on are
 	// compared, whatever the sync would otherwise skip.
@@ -401,7 +420,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if r.Revisions != nil && !o.dryRun && o.revision != s.Status.LastAppliedRevision {
 		r.Revisions.Syncing(s, o.revision)
 	}
-	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys, rendered)
+	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys, rendered, tgt)
 	o.commit = r.commitOf(req, o.revision)
 	if err != nil {
 		return fail(reason, err)
@@ -460,7 +479,8 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			})
 		},
 	}
-	res := engine.Run(ctx, id.client, in)
+	res := engine.Run(ctx, tgt.id.client, in)
+	res.Reason, res.Err = tgt.unreachable(res.Reason, res.Err)
 	o.changes, o.inventory = res.Changes, res.Inventory
 	if !o.dryRun {
 		o.reverted = revertedDrift(res.Changes, byID, secrets)
@@ -476,7 +496,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 	w.Release()
 	released = true
-	if r.Watches != nil {
+	if watches := r.watchesOf(s); watches != nil {
 		// Watch every kind the Sync may now have objects of: after a
 		// failure too, for what it did write. A dry run watches the
 		// objects applied before, so that drift is reported at once
@@ -488,7 +508,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		if len(watched) > 0 {
 			// Not bounded by the sync's timeout, which a failed health
 			// wait has used up; Ensure bounds each kind's start itself.
-			if err := r.Watches.Ensure(context.WithoutCancel(ctx), kindsOf(watched), o.started); err != nil {
+			if err := watches.Ensure(context.WithoutCancel(ctx), kindsOf(watched), o.started); err != nil {
 				log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
 			}
 		}
@@ -523,6 +543,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		// Drift is only reported now: the first sync that writes again
 		// compares every object.
 		r.Store.SetCompareAll(key)
+	}
+	if tgt.remote != nil {
+		tgt.remote.failed(false)
 	}
 	o.lastCompared, _ = r.Store.LastFull(key)
 	if o.compared {
@@ -680,7 +703,8 @@ func (r *SyncReconciler) watchedAndCurrent(s *v1alpha1.Sync, revision, variables
 // its last full comparison is within FullResync, and every kind of its
 // inventory is watched, so a change in the cluster would have been seen.
 func (r *SyncReconciler) watchedAndRecent(s *v1alpha1.Sync) bool {
-	if r.Watches == nil || r.DryRun || s.DryRun() ||
+	watches := r.watchesOf(s)
+	if watches == nil || r.DryRun || s.DryRun() ||
 		!meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) ||
 		meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionDrifted) {
 		return false
@@ -690,7 +714,7 @@ func (r *SyncReconciler) watchedAndRecent(s *v1alpha1.Sync) bool {
 		return false
 	}
 	inv, ok := r.Store.Inventory(client.ObjectKeyFromObject(s), s.UID)
-	return ok && r.Watches.Covers(kindsOf(inv))
+	return ok && watches.Covers(kindsOf(inv))
 }
 
 // kindsOf returns the distinct kinds (with versions) of an inventory.
@@ -712,9 +736,9 @@ func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
 // since the last render: the same revision, or for a render of plain
 // manifests a new revision that left the Sync's paths as they were (a
 // commit to another app of the repository).
-func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys, reader engine.Reader) ([]render.Object, string, error) {
+func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys, reader engine.Reader, tgt target) ([]render.Object, string, error) {
 	key := client.ObjectKeyFromObject(s)
-	made := RenderKey{UID: s.UID, Revision: revision, Generation: s.Generation, Variables: engine.VariablesDigest(vars) + keys.Digest()}
+	made := RenderKey{UID: s.UID, Revision: revision, Generation: s.Generation, Variables: engine.VariablesDigest(vars) + keys.Digest() + tgt.digest()}
 	if objects, ok := r.Store.Rendered(key, made); ok {
 		return objects, "", nil
 	}
@@ -729,13 +753,14 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 		r.Store.SetRendered(key, made, objects)
 		return objects, "", nil
 	}
-	opts := r.RenderOptions
+	opts := r.renderScope(tgt)
 	opts.Variables = vars
 	opts.Reader = reader // valuesFrom and chart secretRefs, as the Sync
-	if r.Discovery != nil {
+	if dc, cache := r.discoveryOf(tgt); dc != nil {
 		var err error
-		if opts.KubeVersion, opts.APIVersions, err = r.capabilities.get(r.Discovery, r.now()); err != nil {
-			return nil, v1alpha1.ReasonFetchFailed, err
+		if opts.KubeVersion, opts.APIVersions, err = cache.get(dc, r.now()); err != nil {
+			reason, err := tgt.unreachable(v1alpha1.ReasonFetchFailed, err)
+			return nil, reason, err
 		}
 	}
 	tree, err := r.Mirror().Checkout(ctx, req, revision)

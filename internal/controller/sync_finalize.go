@@ -131,6 +131,7 @@ func (r *SyncReconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	r.Store.Forget(key)
+	r.Clusters.Release(key)
 	logger.Info("Sync deleted", "reason", reason, "message", msg)
 	r.Recorder.Eventf(s, nil, eventType, reason, "Delete", "%s", truncate(msg))
 	return ctrl.Result{}, nil
@@ -190,6 +191,12 @@ func (r *SyncReconciler) cleanUp(ctx context.Context, s *v1alpha1.Sync, entries 
 	// The cleanup acts as the Sync does: a tenant cannot delete through
 	// its Sync what it could not have applied.
 	id, err := r.identityOf(s)
+	if err == nil {
+		// In the cluster the objects live in (spec.kubeConfig).
+		var t target
+		t, _, err = r.targetOf(ctx, s, id, readerOf(r.Identities, r.Reader, s, id))
+		id = t.id
+	}
 	if err != nil {
 		for _, e := range entries {
 			c.failed = append(c.failed, leftover{id: e.ID, err: err})

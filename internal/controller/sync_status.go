@@ -48,6 +48,12 @@ type outcome struct {
 	reverted []string
 	// hold is the hold the sync applied (see heldRevision), or nil.
 	hold *held
+	// cluster is the server of the Sync's remote cluster; "" for the
+	// agent's own.
+	cluster string
+	// retry is how soon to try again a Sync whose cluster did not
+	// answer (ClusterUnreachable); zero otherwise.
+	retry time.Duration
 }
 
 // pending reports whether a dry run found anything to do.
@@ -216,6 +222,7 @@ func clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC"
 // setStatus records o in st for a Sync at generation.
 func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 	st.ObservedGeneration = generation
+	st.Cluster = o.cluster
 	if o.revision != "" {
 		st.LastAttemptedRevision = o.revision
 	}

@@ -33,6 +33,23 @@ type Watches struct {
 	// writes is what the agent's own writes returned: those are not
 	// drift, whatever field manager anyone else names.
 	writes *drift.Writes
+	// cluster is the remote cluster (clusterKey) whose objects cache
+	// holds, "" for the agent's own: its requests name it.
+	cluster string
+}
+
+// remote returns watches of the same drift controller over c, the cache
+// of the remote cluster key.
+func (w *Watches) remote(c cache.Cache, key string) *Watches {
+	return &Watches{ctrl: w.ctrl, cache: c, kinds: map[schema.GroupVersionKind]bool{},
+		starting: map[schema.GroupVersionKind]bool{}, writes: w.writes, cluster: key}
+}
+
+// requestFor is drift.RequestFor, naming the cluster of w.
+func (w *Watches) requestFor(gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) (drift.Request, bool) {
+	req, ok := drift.RequestFor(gvk, obj)
+	req.Cluster = w.cluster
+	return req, ok
 }
 
 // Ensure starts a watch for each kind not yet watched and waits (briefly)
@@ -118,7 +135,7 @@ func (w *Watches) handler(gvk schema.GroupVersionKind, since time.Time) handler.
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*metav1.PartialObjectMetadata], q queue) {
 			if drift.WrittenSince(e.Object.ManagedFields, since.Add(-time.Second)) &&
 				!w.writes.Ours(e.Object.UID, e.Object.ResourceVersion) {
-				if req, ok := drift.RequestFor(gvk, e.Object); ok {
+				if req, ok := w.requestFor(gvk, e.Object); ok {
 					q.Add(req)
 				}
 			}
@@ -128,7 +145,7 @@ func (w *Watches) handler(gvk schema.GroupVersionKind, since time.Time) handler.
 				!drift.Relevant(e.ObjectOld.ManagedFields, e.ObjectNew.ManagedFields, w.writes.Ours(e.ObjectNew.UID, e.ObjectNew.ResourceVersion)) {
 				return
 			}
-			if req, ok := drift.RequestFor(gvk, e.ObjectNew); ok {
+			if req, ok := w.requestFor(gvk, e.ObjectNew); ok {
 				q.Add(req) // the queue folds a burst of edits into one check
 			}
 		},
@@ -136,7 +153,7 @@ func (w *Watches) handler(gvk schema.GroupVersionKind, since time.Time) handler.
 			// Gone, or no longer labelled: what the agent wrote of it is
 			// not needed any more (a re-created object has another UID).
 			w.writes.Forget(e.Object.UID)
-			if req, ok := drift.RequestFor(gvk, e.Object); ok {
+			if req, ok := w.requestFor(gvk, e.Object); ok {
 				q.Add(req)
 			}
 		},

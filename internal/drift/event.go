@@ -20,6 +20,9 @@ type Request struct {
 	GVK       schema.GroupVersionKind
 	Namespace string
 	Name      string
+	// Cluster names the remote cluster whose watch saw the object (its
+	// kubeconfig Secret, see spec.kubeConfig); "" for the agent's own.
+	Cluster string
 }
 
 // ID is the object's plan ID.

@@ -19,6 +19,9 @@ type Row struct {
 	Context   string `json:"context,omitempty"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// Cluster is the cluster the Sync applies to (Sync.TargetCluster):
+	// "in-cluster", or the server of its spec.kubeConfig.
+	Cluster string `json:"cluster"`
 	// Revision is status.lastAppliedRevision, the full SHA.
 	Revision string `json:"revision"`
 	// Ready, Reason and Message are the Ready condition's; Ready is
@@ -43,6 +46,7 @@ func NewRow(s *v1alpha1.Sync, now time.Time) Row {
 	r := Row{
 		Namespace:      s.Namespace,
 		Name:           s.Name,
+		Cluster:        s.TargetCluster(),
 		Revision:       s.Status.LastAppliedRevision,
 		Objects:        ObjectCount(s),
 		DriftIncidents: len(s.Status.Drift),

@@ -56,7 +56,9 @@ type Dependency struct {
 // Tree is a Sync with the objects of its inventory; its JSON names are
 // stable (the output of `driftless tree -o json`).
 type Tree struct {
-	Sync      string       `json:"sync"`
+	Sync string `json:"sync"`
+	// Cluster is the cluster the Sync applies to (Sync.TargetCluster).
+	Cluster   string       `json:"cluster"`
 	Ready     string       `json:"ready"`
 	Reason    string       `json:"reason,omitempty"`
 	Revision  string       `json:"revision,omitempty"`
@@ -74,7 +76,7 @@ type Tree struct {
 // inventory fails.
 func ReadTree(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (Tree, error) {
 	key := client.ObjectKeyFromObject(s)
-	r := Tree{Sync: key.String(), Revision: s.Status.LastAppliedRevision, Objects: []Object{}}
+	r := Tree{Sync: key.String(), Cluster: s.TargetCluster(), Revision: s.Status.LastAppliedRevision, Objects: []Object{}}
 	r.Ready, r.Reason, _ = ReadyOf(s)
 	for _, d := range s.Spec.DependsOn {
 		dk := client.ObjectKey{Namespace: d.Namespace, Name: d.Name}
@@ -107,6 +109,11 @@ func ReadTree(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (Tree, err
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i := range r.Objects {
+		if s.Spec.KubeConfig != nil {
+			// In another cluster, which c does not reach.
+			r.Objects[i].Health, r.Objects[i].Message = string(status.UnknownStatus), "in cluster "+r.Cluster
+			continue
+		}
 		g.Go(func() error {
 			liveHealth(gctx, c, checks, &r.Objects[i])
 			return nil

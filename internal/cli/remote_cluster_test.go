@@ -1,0 +1,346 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/config"
+	"github.com/driftless/driftless/internal/agent/agenttest"
+	"github.com/driftless/driftless/internal/testenv"
+)
+
+// A platform team's agent runs in cluster A and drives cluster B, which
+// runs no agent: a tenant's Sync in A names a kubeconfig Secret of B
+// (spec.kubeConfig). The agent runs as production runs it: as its own
+// ServiceAccount with config/rbac's rights, tenancy on, the Sync acting as
+// its tenant's ServiceAccount — impersonated in B by B's kubeconfig user.
+func TestSyncAppliesToARemoteCluster(t *testing.T) {
+	ctx := context.Background()
+	b, err := testenv.StartWith(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatalf("start cluster B: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Stop() })
+	cb, err := client.New(b.Config, client.Options{Scheme: c.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	agentNS := env.Namespace(t)
+	ns := env.Namespace(t)
+	agentCfg := agentIdentityIn(t, agentNS)
+	tenantIn(t, c, ns, "tenant", true)
+	tenantIn(t, c, ns, "no-secrets", false)
+	// In B the tenant's account (a user name only: B has no such
+	// ServiceAccount) may write its namespace.
+	if err := cb.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	tenantIn(t, cb, ns, "tenant", true)
+	kubeconfig := remoteKubeconfig(t, b, cb)
+	mustCreate(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-b"},
+		Data: map[string][]byte{"value": kubeconfig}})
+
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	first := repo.Commit(t, "web config", map[string]string{"apps/config.yaml": agenttest.ConfigMap(ns, "web-config", "v1")})
+	agent := agenttest.Start(t, agenttest.Options(t, agentCfg, agentNS))
+	var web *v1alpha1.Sync
+	agent.Eventually("the Sync is created (the agent installs its CRD as it starts)", func() string {
+		web = remoteSync(ns, "web", repo.HTTPURL(), "tenant", "cluster-b")
+		if err := c.Create(ctx, web); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	key := client.ObjectKeyFromObject(web)
+	greeting := func(cl client.Client) string {
+		var cm corev1.ConfigMap
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &cm); err != nil {
+			return "(" + err.Error() + ")"
+		}
+		return cm.Data["greeting"]
+	}
+
+	t.Run("a Sync in cluster A applies to cluster B", func(t *testing.T) {
+		agent.Eventually("the Sync is Ready at the first commit", agenttest.AppliedAt(c, key, first))
+		if got := greeting(cb); got != "v1" {
+			t.Errorf("greeting in B = %q, want v1", got)
+		}
+		if got := greeting(c); !strings.Contains(got, "not found") {
+			t.Errorf("greeting in A = %q, want no ConfigMap in A", got)
+		}
+		var inv v1alpha1.Inventory
+		if err := c.Get(ctx, key, &inv); err != nil {
+			t.Errorf("the Sync's Inventory is not in A: %v", err)
+		}
+		// get and tree name the cluster the Sync applies to.
+		kubeconfig := env.ControlPlane.KubeconfigPath()
+		server := "https://" + strings.TrimPrefix(b.ControlPlane.APIServerURL, "https://")
+		if out := runCLI(t, "get", "syncs", "-n", ns, "--kubeconfig", kubeconfig).expect(t, 0).out; !strings.Contains(out, "CLUSTER") || !strings.Contains(out, server) {
+			t.Errorf("get syncs does not show the cluster %s:\n%s", server, out)
+		}
+		if out := runCLI(t, "tree", key.String(), "--kubeconfig", kubeconfig).expect(t, 0).out; !strings.Contains(out, "in cluster "+server) {
+			t.Errorf("tree does not name the cluster %s:\n%s", server, out)
+		}
+	})
+
+	t.Run("a hand edit in B is reverted, saying who made it", func(t *testing.T) {
+		var cm corev1.ConfigMap
+		if err := cb.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &cm); err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["greeting"] = "edited"
+		if err := cb.Update(ctx, &cm, client.FieldOwner("kubectl-edit")); err != nil {
+			t.Fatal(err)
+		}
+		agent.Eventually("the edit in B is put back and recorded with its author", func() string {
+			if got := greeting(cb); got != "v1" {
+				return "greeting in B = " + got
+			}
+			var s v1alpha1.Sync
+			if err := c.Get(ctx, key, &s); err != nil {
+				return err.Error()
+			}
+			for _, inc := range s.Status.Drift {
+				if inc.Action == v1alpha1.DriftReverted && strings.Contains(inc.Message, "kubectl-edit") {
+					return ""
+				}
+			}
+			return fmt.Sprintf("no reverted incident naming kubectl-edit: %+v", s.Status.Drift)
+		})
+	})
+
+	t.Run("B unreachable: ClusterUnreachable naming its server, nothing deleted; B back: converges", func(t *testing.T) {
+		if err := b.ControlPlane.StopComponent(testenv.APIServer); err != nil {
+			t.Fatal(err)
+		}
+		restarted := false
+		t.Cleanup(func() {
+			if !restarted {
+				_ = b.ControlPlane.StartComponent(ctx, testenv.APIServer)
+			}
+		})
+		second := repo.Commit(t, "web config v2", map[string]string{"apps/config.yaml": agenttest.ConfigMap(ns, "web-config", "v2")})
+		server := strings.TrimPrefix(b.ControlPlane.APIServerURL, "https://")
+		agent.Eventually("the Sync says B is unreachable", func() string {
+			var s v1alpha1.Sync
+			if err := c.Get(ctx, key, &s); err != nil {
+				return err.Error()
+			}
+			ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+			if ready == nil || ready.Reason != v1alpha1.ReasonClusterUnreachable {
+				return fmt.Sprintf("Ready = %+v", ready)
+			}
+			if !strings.Contains(ready.Message, server) {
+				return "the message does not name B's server " + server + ": " + ready.Message
+			}
+			if strings.Contains(ready.Message, remoteToken) || strings.Contains(ready.Message, "BEGIN") {
+				t.Errorf("the message quotes the kubeconfig's credentials: %s", ready.Message)
+			}
+			if s.Status.LastAppliedRevision != first {
+				return "lastAppliedRevision moved to " + s.Status.LastAppliedRevision
+			}
+			return ""
+		})
+		var inv v1alpha1.Inventory
+		if err := c.Get(ctx, key, &inv); err != nil {
+			t.Errorf("the Sync's Inventory in A is gone while B is down: %v", err)
+		}
+
+		if err := b.ControlPlane.StartComponent(ctx, testenv.APIServer); err != nil {
+			t.Fatal(err)
+		}
+		restarted = true
+		agent.Eventually("the Sync is Ready at the second commit once B is back", agenttest.AppliedAt(c, key, second))
+		if got := greeting(cb); got != "v2" {
+			t.Errorf("greeting in B = %q, want v2", got)
+		}
+	})
+
+	t.Run("a kubeconfig with an exec plugin is refused, naming the Secret", func(t *testing.T) {
+		exec := strings.Replace(string(kubeconfig), "    token: "+remoteToken,
+			"    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /usr/local/bin/get-a-token-4d2a", 1)
+		mustCreate(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-b-exec"},
+			Data: map[string][]byte{"value": []byte(exec)}})
+		s := remoteSync(ns, "exec", repo.HTTPURL(), "tenant", "cluster-b-exec")
+		mustCreate(t, c, s)
+		agent.Eventually("the Sync is refused", remoteSyncRefused(client.ObjectKeyFromObject(s), v1alpha1.ReasonInvalidSpec,
+			"Secret "+ns+"/cluster-b-exec", "exec plugin"))
+		var got v1alpha1.Sync
+		if err := c.Get(ctx, client.ObjectKeyFromObject(s), &got); err != nil {
+			t.Fatal(err)
+		}
+		if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; strings.Contains(msg, "get-a-token-4d2a") {
+			t.Errorf("the message quotes the kubeconfig: %s", msg)
+		}
+	})
+
+	t.Run("the kubeconfig is read as the Sync, not with the agent's rights", func(t *testing.T) {
+		s := remoteSync(ns, "no-secrets", repo.HTTPURL(), "no-secrets", "cluster-b")
+		mustCreate(t, c, s)
+		agent.Eventually("the Sync is refused", remoteSyncRefused(client.ObjectKeyFromObject(s), v1alpha1.ReasonAccessDenied,
+			"serviceaccount "+ns+":no-secrets may not get secrets \"cluster-b\""))
+	})
+}
+
+// remoteToken is what remoteKubeconfig's token is replaced with in
+// messages' checks: the token itself.
+var remoteToken string
+
+// remoteKubeconfig makes, in cluster b, the identity the agent uses
+// there, as docs/remote-clusters.md says: a ServiceAccount that may
+// impersonate ServiceAccounts (with the agent's user extra) and read any
+// object for the drift watches, and returns a kubeconfig with a token of
+// it.
+func remoteKubeconfig(t *testing.T, b *testenv.Env, cb client.Client) []byte {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "driftless-remote"}}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "driftless-remote"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"userextras/" + v1alpha1.AgentExtraKey}, Verbs: []string{"impersonate"}},
+		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+	}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "driftless-remote"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: sa.Namespace, Name: sa.Name}}}
+	for _, obj := range []client.Object{sa, role, binding} {
+		mustCreate(t, cb, obj)
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	tr, err := b.Clientset.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, tr, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remoteToken = tr.Status.Token
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["b"] = &clientcmdapi.Cluster{Server: b.ControlPlane.APIServerURL, CertificateAuthorityData: b.Config.CAData}
+	cfg.AuthInfos["driftless"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["b"] = &clientcmdapi.Context{Cluster: "b", AuthInfo: "driftless"}
+	cfg.CurrentContext = "b"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// agentIdentityIn makes the agent's ServiceAccount in namespace with the
+// rights config/rbac gives it (its subjects moved to namespace), and
+// returns a config with a token the API server issued for it.
+func agentIdentityIn(t *testing.T, namespace string) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	objs, err := config.Manifests("rbac")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		clusterScoped := o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding"
+		if clusterScoped {
+			o.SetName(o.GetName() + "-" + namespace)
+		} else {
+			o.SetNamespace(namespace)
+		}
+		if subjects, ok, _ := unstructured.NestedSlice(o.Object, "subjects"); ok {
+			for _, s := range subjects {
+				s.(map[string]any)["namespace"] = namespace
+			}
+			_ = unstructured.SetNestedSlice(o.Object, subjects, "subjects")
+		}
+		kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind")
+		if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); kind == "ClusterRole" && ref != "cluster-admin" {
+			_ = unstructured.SetNestedField(o.Object, ref+"-"+namespace, "roleRef", "name")
+		}
+		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		if clusterScoped {
+			t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
+		}
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	tr, err = env.Clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, "driftless", tr, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg
+}
+
+// tenantIn makes a ServiceAccount of namespace, bound there to a Role that
+// may do anything (secrets) or anything but read Secrets (!secrets).
+func tenantIn(t *testing.T, cl client.Client, namespace, name string, secrets bool) {
+	t.Helper()
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
+	if !secrets {
+		rules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}}
+	}
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Rules: rules},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: name}}},
+	} {
+		mustCreate(t, cl, obj)
+	}
+}
+
+func mustCreate(t *testing.T, cl client.Client, obj client.Object) {
+	t.Helper()
+	if err := cl.Create(context.Background(), obj); err != nil {
+		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func remoteSync(ns, name, url, serviceAccount, secret string) *v1alpha1.Sync {
+	return &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.SyncSpec{
+			Source:             v1alpha1.Source{Git: v1alpha1.GitSource{URL: url, Branch: "main"}},
+			Paths:              []string{"apps"},
+			Interval:           metav1.Duration{Duration: 2 * time.Second},
+			ServiceAccountName: serviceAccount,
+			KubeConfig:         &v1alpha1.KubeConfigReference{SecretRef: v1alpha1.SecretKeyReference{Name: secret}},
+		},
+	}
+}
+
+func remoteSyncRefused(key client.ObjectKey, reason string, says ...string) func() string {
+	return func() string {
+		var s v1alpha1.Sync
+		if err := c.Get(context.Background(), key, &s); err != nil {
+			return err.Error()
+		}
+		ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Reason != reason {
+			return fmt.Sprintf("Ready = %+v, want reason %s", ready, reason)
+		}
+		for _, want := range says {
+			if !strings.Contains(ready.Message, want) {
+				return fmt.Sprintf("the message does not say %q: %s", want, ready.Message)
+			}
+		}
+		return ""
+	}
+}
