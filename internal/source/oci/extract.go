@@ -108,11 +108,8 @@ func Extract(r io.Reader, dir string, limits Limits) error {
 	// neither through nor at another link, so what it names is a file
 	// or directory inside dir.
 	for name, to := range links {
-		resolved := path.Join(path.Dir(name), to)
-		for p := resolved; p != "."; p = path.Dir(p) {
-			if _, ok := links[p]; ok {
-				return &EntryError{Path: name, Reason: fmt.Sprintf("is a symbolic link to %q, through the symbolic link %q", to, p)}
-			}
+		if through := linkOnWay(links, name, to); through != "" {
+			return &EntryError{Path: name, Reason: fmt.Sprintf("is a symbolic link to %q, through the symbolic link %q", to, through)}
 		}
 		target := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
@@ -153,6 +150,26 @@ func linkTarget(name, to string) error {
 		return &EntryError{Path: name, Reason: fmt.Sprintf("is a symbolic link to %q, outside the artifact", to)}
 	}
 	return nil
+}
+
+// linkOnWay returns the first link that the target to of the link name
+// passes through or names, walking its components as the kernel does.
+func linkOnWay(links map[string]string, name, to string) string {
+	at := path.Dir(name)
+	for _, part := range strings.Split(to, "/") {
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			at = path.Dir(at)
+			continue
+		}
+		at = path.Join(at, part)
+		if _, ok := links[at]; ok {
+			return at
+		}
+	}
+	return ""
 }
 
 func writeFile(target string, r io.Reader, h *tar.Header) error {
