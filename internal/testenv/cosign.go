@@ -74,7 +74,6 @@ func (k CosignKey) Sign(t testing.TB, repository, digest string) {
 	}
 }
 
-
 // CosignCLI returns the cosign CLI that `make cosign` builds into
 // bin/tools/cosign (or DRIFTLESS_COSIGN_BIN), or ends the test with
 // MissingTool.
