@@ -42,7 +42,7 @@ type PushOptions struct {
 // Push makes a Flux artifact of opts.Dir and pushes it; it returns the
 // reference pushed (host/repository:tag) and the manifest digest.
 func Push(ctx context.Context, opts PushOptions) (string, string, error) {
-	repoURL, tag := splitTag(opts.URL)
+	repoURL, tag := SplitTag(opts.URL)
 	repo, err := ParseRepository(repoURL, opts.Insecure)
 	if err != nil {
 		return "", "", err
@@ -93,7 +93,9 @@ func Image(content []byte, opts PushOptions) (v1.Image, error) {
 	return mutate.Append(img, mutate.Addendum{Layer: layer, MediaType: ContentMediaType})
 }
 
-func splitTag(url string) (string, string) {
+// SplitTag splits oci://<host>/<repository>[:<tag>] into the repository
+// URL and the tag, DefaultTag when there is none.
+func SplitTag(url string) (string, string) {
 	rest := strings.TrimPrefix(url, "oci://")
 	slash := strings.LastIndexByte(rest, '/')
 	if colon := strings.LastIndexByte(rest, ':'); colon > slash && slash >= 0 {
