@@ -21,7 +21,9 @@ func TestRegistryPushesWakeTheOCISyncsOfTheRepositoryAndTag(t *testing.T) {
 		ociSync("latest", func(*v1alpha1.OCISource) {}),
 		ociSync("v1", func(o *v1alpha1.OCISource) { o.Tag = "v1" }),
 		ociSync("range", func(o *v1alpha1.OCISource) { o.SemVer = ">=1.0.0" }),
-		ociSync("pinned", func(o *v1alpha1.OCISource) { o.Digest = "sha256:0000000000000000000000000000000000000000000000000000000000000000" }),
+		ociSync("pinned", func(o *v1alpha1.OCISource) {
+			o.Digest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+		}),
 		ociSync("other", func(o *v1alpha1.OCISource) { o.URL = "oci://registry.example.com/org/other" }),
 		syncOf("shop", "git", "https://registry.example.com/org/fleet"),
 	}
