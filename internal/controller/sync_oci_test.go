@@ -46,7 +46,7 @@ func ociSource(reg *testenv.OCIRegistry, set func(*v1alpha1.OCISource)) func(*v1
 	}
 }
 
-func TestOCISyncFollowsSemverAndKeepsAPinnedDigest(t *testing.T) {
+func TestOCISyncFollowsTheHighestTagInItsSemverRange(t *testing.T) {
 	h := newHarness(t)
 	reg := testenv.NewOCIRegistry(t, "", "")
 	v1 := pushArtifact(t, reg, "1.0.0", map[string]string{"app/web.yaml": configMap("web", "v1")})
