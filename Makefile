@@ -9,7 +9,7 @@ LDFLAGS := -X github.com/driftless/driftless/internal/cli.version=$(VERSION) \
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 export DRIFTLESS_K8S_BIN := $(CURDIR)/bin/k8s
 
-.PHONY: reliability soak fuzz help build generate controlplane sops local-kms promtool examples test lint demo demo-images bench check-leftovers clean
+.PHONY: reliability soak fuzz help build generate controlplane sops local-kms promtool cosign examples test lint demo demo-images bench check-leftovers clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -33,10 +33,13 @@ local-kms: ## build the AWS KMS emulator local-kms into bin/tools/local-kms (cac
 promtool: ## build promtool (prometheus v0.316.0) into bin/tools/promtool (cached), for the alert rule tests of config/monitoring
 	@test -x bin/tools/promtool || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/prometheus/prometheus/cmd/promtool@v0.316.0
 
+cosign: ## build the cosign CLI (sigstore/cosign v2.6.5) into bin/tools/cosign (cached), for the tests of artifacts signed with cosign (docs/sources.md)
+	@test -x bin/tools/cosign || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/sigstore/cosign/v2/cmd/cosign@v2.6.5
+
 examples: ## download the public example repositories the tests sync (hack/examples/go.mod pins them) into the Go module cache (cached)
 	cd hack/examples && $(GO) mod download github.com/stefanprodan/podinfo
 
-test: controlplane sops local-kms promtool examples ## run every test, unit and against a real control plane
+test: controlplane sops local-kms promtool cosign examples ## run every test, unit and against a real control plane
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 reliability: controlplane ## run the whole reliability suite (bad-input corpus, agent killed mid-sync, API server and etcd crashes with 30 s outages, git down 5 minutes, two agents, force-push); COUNT=n repeats it; docs/reliability.md

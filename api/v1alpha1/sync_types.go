@@ -213,9 +213,16 @@ type LocalObjectReference struct {
 	Name string `json:"name"`
 }
 
-// Source is where the desired state comes from.
+// Source is where the desired state comes from: a git repository or an
+// OCI artifact, exactly one of them.
+// +kubebuilder:validation:XValidation:rule="has(self.git) != has(self.oci)",message="set exactly one of spec.source.git and spec.source.oci"
 type Source struct {
-	Git GitSource `json:"git"`
+	// Git is a git repository and the ref to follow in it.
+	// +optional
+	Git GitSource `json:"git,omitzero"`
+	// OCI is an artifact in an OCI registry (see docs/sources.md).
+	// +optional
+	OCI *OCISource `json:"oci,omitempty"`
 }
 
 // SyncSpec is the desired state of a Sync.

@@ -29,7 +29,7 @@ Run "driftless <command> --help" for the flags of each command.`,
 	root.AddCommand(newGetCommand(), newHistoryCommand(), newReconcileCommand(), newSuspendCommand(), newResumeCommand(),
 		newHoldCommand(), newReleaseCommand())
 	root.AddCommand(newExplainCommand(), newEventsCommand(), newTreeCommand(), newImageCommand(), newSecretCommand())
-	root.AddCommand(newInstallCommand(), newIdentityCommand(), newCheckCommand(), newUninstallCommand())
+	root.AddCommand(newInstallCommand(), newIdentityCommand(), newCheckCommand(), newUninstallCommand(), newPushCommand())
 	root.AddCommand(newUICommand())
 	return root
 }

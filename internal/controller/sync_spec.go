@@ -33,6 +33,10 @@ func checkSpec(s *v1alpha1.Sync, t *Tenancy) error {
 		errs = append(errs, fmt.Errorf("the Sync's namespace and name make its objects' label %s=%s %d characters long, "+
 			"over the %d a label value allows: %s", v1alpha1.SyncLabel, v, len(v), validation.LabelValueMaxLength, fix))
 	}
+	if s.Spec.Source.OCI != nil {
+		errs = append(errs, checkOCISpec(s, t)...)
+		return errors.Join(errs...)
+	}
 	g := s.Spec.Source.Git
 	protocol, err := source.Protocol(g.URL)
 	if err != nil {

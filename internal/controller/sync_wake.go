@@ -154,7 +154,7 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.S
 		}
 		key := client.ObjectKeyFromObject(s)
 		inputs, hasInputs := r.Store.Inputs(key, s.UID, s.Generation)
-		g, err := json.Marshal(s.Spec.Source.Git)
+		g, err := json.Marshal(s.Spec.Source)
 		if err != nil {
 			continue
 		}

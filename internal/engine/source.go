@@ -20,6 +20,9 @@ import (
 // error names the Secret, never its content; FetchReason gives its Ready
 // reason.
 func SourceRequest(ctx context.Context, reader Reader, s *v1alpha1.Sync) (source.Request, error) {
+	if s.Spec.Source.OCI != nil {
+		return ociRequest(ctx, reader, s)
+	}
 	g := s.Spec.Source.Git
 	req := source.Request{URL: g.URL, Ref: source.Ref{Branch: g.Branch, Tag: g.Tag, Commit: g.Commit}}
 	if g.SecretRef != nil {

@@ -33,6 +33,12 @@ func Match(syncs []v1alpha1.Sync, p Push) []*v1alpha1.Sync {
 		if s.Spec.Suspend || !s.DeletionTimestamp.IsZero() {
 			continue
 		}
+		if o := s.Spec.Source.OCI; o != nil {
+			if slices.ContainsFunc(p.Artifacts, func(a Artifact) bool { return matchesArtifact(o, a) }) {
+				woken = append(woken, s)
+			}
+			continue
+		}
 		git := s.Spec.Source.Git
 		ref := source.Ref{Branch: git.Branch, Tag: git.Tag, Commit: git.Commit}.RefName()
 		if ref == "" || !refs[ref] {

@@ -17,6 +17,9 @@ type Push struct {
 	// Refs are the full names of the pushed references, such as
 	// refs/heads/main or refs/tags/v1.2.0.
 	Refs []string
+	// Artifacts are the tags pushed to registry repositories (Harbor and
+	// registry endpoints); they wake Syncs with spec.source.oci.
+	Artifacts []Artifact
 }
 
 // Parsers of each provider's push payload. Each returns an error when the

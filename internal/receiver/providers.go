@@ -73,6 +73,16 @@ var providers = map[string]provider{
 		deliveryHeaders: []string{"X-Request-Id"},
 		parse:           parseBitbucket,
 	},
+	Harbor: {
+		// Harbor sends the policy's "auth header" value as Authorization.
+		verify: verifyToken("Authorization"),
+		parse:  parseHarbor,
+	},
+	Registry: {
+		verify:          verifyHMAC([]string{"X-Driftless-Signature"}, "sha256="),
+		deliveryHeaders: []string{"X-Driftless-Delivery"},
+		parse:           parseRegistry,
+	},
 	Generic: {
 		verify:          verifyHMAC([]string{"X-Driftless-Signature"}, "sha256="),
 		deliveryHeaders: []string{"X-Driftless-Delivery"},

@@ -37,6 +37,9 @@ func CommitOf(dir, revision string, maxSubject int) (Commit, error) {
 // mirror holds it (it does once Checkout or PathsDigest fetched it); it
 // fetches nothing.
 func (m *Mirror) Commit(req Request, revision string, maxSubject int) (Commit, error) {
+	if req.OCI != nil {
+		return Commit{}, notGit(req)
+	}
 	r, err := m.repo(req)
 	if err != nil {
 		return Commit{}, err

@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/driftless/driftless/internal/source/oci"
 )
 
 // Ref is what to check out. At most one field is set; none means branch
@@ -51,10 +53,16 @@ type Request struct {
 	// Verify, when set, makes Checkout refuse a revision without a
 	// trusted signature.
 	Verify *Verification
+	// OCI, when set, makes the source an OCI artifact instead of git:
+	// URL, Ref, Credentials and Verify are not used (see oci_source.go).
+	OCI *oci.Request
 }
 
 // Short is the first 7 characters of a revision.
 func Short(revision string) string {
+	if strings.Contains(revision, "sha256:") {
+		return oci.Short(revision)
+	}
 	if len(revision) > 7 {
 		return revision[:7]
 	}
@@ -64,6 +72,9 @@ func Short(revision string) string {
 // Resolve asks the remote which commit req.Ref points to, without
 // fetching objects. A commit ref resolves to itself.
 func Resolve(ctx context.Context, req Request) (string, error) {
+	if req.OCI != nil {
+		return oci.Resolve(ctx, *req.OCI)
+	}
 	if req.Ref.Commit != "" {
 		return req.Ref.Commit, nil
 	}
@@ -117,6 +128,9 @@ func Checkout(ctx context.Context, req Request, revision, dir string) (string, e
 
 // checkoutWithin is Checkout with limits on the tree.
 func checkoutWithin(ctx context.Context, req Request, revision, dir string, limits TreeLimits) (string, error) {
+	if req.OCI != nil {
+		return checkoutOCI(ctx, req, revision, dir)
+	}
 	if head, err := headOf(dir); err == nil && head == revision &&
 		(req.Verify == nil || req.Verify.verifyCheckout(dir, req.Ref, revision) == nil) {
 		return revision, nil

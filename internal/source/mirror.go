@@ -22,6 +22,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/driftless/driftless/internal/source/oci"
 )
 
 // A Mirror fetches each repository once per revision for every reader of
@@ -65,6 +67,9 @@ type Mirror struct {
 	fetches  atomic.Int64
 	trees    atomic.Int64
 	resolves atomic.Int64
+
+	ociOnce sync.Once
+	oci     *oci.Store
 }
 
 // MirrorStats count what a Mirror did.
@@ -186,6 +191,9 @@ type tree struct {
 // Checkout returns the tree of revision of req, fetching it if the mirror
 // does not have it. revision is a full commit hash, as Resolve returns.
 func (m *Mirror) Checkout(ctx context.Context, req Request, revision string) (Tree, error) {
+	if req.OCI != nil {
+		return m.checkoutOCI(ctx, req, revision)
+	}
 	if !plumbing.IsHash(revision) {
 		return Tree{}, fmt.Errorf("revision %q is not a full commit hash", revision)
 	}
@@ -402,6 +410,9 @@ func (m *Mirror) commit(ctx context.Context, r *mirrored, req Request, revision 
 // cannot tell: the revision is not in the mirror's tips, or a symbolic
 // link under paths may lead to a file outside them.
 func (m *Mirror) PathsDigest(ctx context.Context, req Request, revision string, paths []string) (string, bool, error) {
+	if req.OCI != nil {
+		return "", false, nil // Checkout verifies
+	}
 	if !plumbing.IsHash(revision) {
 		return "", false, fmt.Errorf("revision %q is not a full commit hash", revision)
 	}

@@ -25,6 +25,9 @@ var ErrNotInHistory = errors.New("not in the branch's history")
 // the branch's whole history once when the mirror's shallow fetches of
 // its tips left a gap between tip and revision.
 func (m *Mirror) Behind(ctx context.Context, req Request, tip, revision string) (int, error) {
+	if req.OCI != nil {
+		return 0, notGit(req)
+	}
 	if req.Ref.Tag != "" || req.Ref.Commit != "" {
 		return 0, fmt.Errorf("%s is not a branch: only the history of a branch is walked", req.Ref)
 	}

@@ -3,6 +3,8 @@ package source
 import (
 	"context"
 	"time"
+
+	"github.com/driftless/driftless/internal/source/oci"
 )
 
 // resolveTimeout bounds one shared ls-remote; each caller's context still
@@ -28,6 +30,10 @@ func (m *Mirror) Resolve(ctx context.Context, req Request) (string, error) {
 // 3 s cost one ls-remote every 3 s, not 33 a second. The answer may be an
 // error, which is shared the same way.
 func (m *Mirror) ResolveSince(ctx context.Context, req Request, since time.Time) (string, error) {
+	if req.OCI != nil {
+		m.resolves.Add(1)
+		return oci.Resolve(ctx, *req.OCI)
+	}
 	if req.Ref.Commit != "" {
 		return req.Ref.Commit, nil
 	}

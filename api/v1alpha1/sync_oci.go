@@ -1,0 +1,57 @@
+package v1alpha1
+
+// OCISource is an OCI artifact in a registry, as `flux push artifact` or
+// `driftless push artifact` make it: one gzipped tarball layer whose
+// files are rendered like a git checkout. At most one of Tag, SemVer and
+// Digest may be set; with none, tag "latest" is followed.
+// +kubebuilder:validation:XValidation:rule="(has(self.tag) ? 1 : 0) + (has(self.semver) ? 1 : 0) + (has(self.digest) ? 1 : 0) <= 1",message="set at most one of tag, semver and digest"
+type OCISource struct {
+	// URL of the repository in the registry: oci://<host>/<path>.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self.matches('^oci://[^/]+/.+$')",message="url must be oci://<registry host>/<repository>, such as oci://ghcr.io/org/manifests"
+	URL string `json:"url"`
+	// Tag to follow: a new artifact pushed under it is applied.
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// SemVer is a semantic version range (such as ">=1.0.0 <2.0.0"): the
+	// highest tag in the range is applied, and a higher one pushed later
+	// is followed.
+	// +optional
+	SemVer string `json:"semver,omitempty"`
+	// Digest pins one artifact (sha256:<64 hex>): it never moves.
+	// +kubebuilder:validation:Pattern=`^sha256:[0-9a-f]{64}$`
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// SecretRef names a Secret in the Sync's namespace with the registry
+	// credentials: a docker-registry Secret (.dockerconfigjson), or the
+	// keys "username" and "password". It is read as the Sync.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// Insecure talks plain HTTP to the registry.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+	// Verify, when set, refuses any artifact that is not signed by a
+	// trusted cosign key: nothing of it is rendered or applied, and the
+	// Sync is Stalled with reason VerificationFailed.
+	// +optional
+	Verify *OCIVerification `json:"verify,omitempty"`
+}
+
+// OCIVerificationProvider names the signature scheme of an OCI artifact.
+// +kubebuilder:validation:Enum=cosign
+type OCIVerificationProvider string
+
+// VerifyCosign checks cosign signatures made with a key pair.
+const VerifyCosign OCIVerificationProvider = "cosign"
+
+// OCIVerification says which keys an OCI artifact must be signed with.
+type OCIVerification struct {
+	// Provider is the signature scheme: cosign.
+	// +kubebuilder:default=cosign
+	// +optional
+	Provider OCIVerificationProvider `json:"provider,omitempty"`
+	// SecretRef names a Secret in the Sync's namespace holding the
+	// trusted cosign public keys, one PEM public key per "*.pub" entry
+	// (as `cosign generate-key-pair` writes cosign.pub).
+	SecretRef LocalObjectReference `json:"secretRef"`
+}
