@@ -47,6 +47,8 @@ type Agent struct {
 	syncs   *controller.SyncReconciler
 	// memLimit is the Go soft memory limit set from the container's.
 	memLimit int64
+	// log is this run's log writer (see agentLog).
+	log *logRun
 }
 
 // New checks o, points the process's controller-runtime log at o.LogTo,
@@ -63,16 +65,16 @@ func New(o Options) (_ *Agent, err error) {
 	if o.LogTo == nil {
 		o.LogTo = os.Stderr
 	}
-	a := &Agent{opts: o}
+	a := &Agent{opts: o, log: &logRun{w: o.LogTo}}
 	encoder := zap.ConsoleEncoder()
 	if o.LogFormat == "json" {
 		encoder = zap.JSONEncoder()
 	}
 	// The log goes to o.LogTo from here until Serve returns.
-	agentLog.set(o.LogTo)
+	agentLog.set(a.log)
 	defer func() {
 		if err != nil {
-			agentLog.set(io.Discard)
+			agentLog.release(a.log)
 		}
 	}()
 	setAgentLogger.Do(func() { ctrl.SetLogger(zap.New(encoder, zap.WriteTo(agentLog))) })
@@ -210,11 +212,11 @@ func (a *Agent) Setup() error {
 // is done. It returns nil after a clean shutdown. An agent runs once.
 func (a *Agent) Run(ctx context.Context) error {
 	if err := a.Install(ctx); err != nil {
-		agentLog.set(io.Discard)
+		agentLog.release(a.log)
 		return err
 	}
 	if err := a.Setup(); err != nil {
-		agentLog.set(io.Discard)
+		agentLog.release(a.log)
 		return err
 	}
 	return a.Serve(ctx)
@@ -232,7 +234,7 @@ func (a *Agent) Install(ctx context.Context) error {
 // the webhook receiver and the probes until ctx is done. It returns nil
 // after a clean shutdown.
 func (a *Agent) Serve(ctx context.Context) error {
-	defer agentLog.set(io.Discard)
+	defer agentLog.release(a.log)
 	o := a.opts
 	if o.Admission {
 		hook, err := admissionServer(ctx, a.mgr, a.direct, o)
@@ -268,25 +270,43 @@ func (a *Agent) WaitForCacheSync(ctx context.Context) bool {
 // process runs the agent once; a test binary runs it many times, each
 // test keeping its agent's log. The format is the first run's.
 var (
-	agentLog       = &logSwitch{w: io.Discard}
+	agentLog       = &logSwitch{}
 	setAgentLogger sync.Once
 )
 
-// logSwitch writes to its current writer, one write at a time (the
-// writer may be a plain buffer).
+// logSwitch writes to the current run's writer, one write at a time (the
+// writer may be a plain buffer), or nowhere between runs.
 type logSwitch struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	run *logRun
 }
 
-func (s *logSwitch) set(w io.Writer) {
+// logRun is one agent run's log writer.
+type logRun struct{ w io.Writer }
+
+// set makes run the one the log goes to.
+func (s *logSwitch) set(run *logRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.w = w
+	s.run = run
+}
+
+// release stops the log going to run, unless another run has taken it
+// since: an agent that stops late (a test's agent slow to shut down)
+// does not silence the next one.
+func (s *logSwitch) release(run *logRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.run == run {
+		s.run = nil
+	}
 }
 
 func (s *logSwitch) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Write(p)
+	if s.run == nil {
+		return len(p), nil
+	}
+	return s.run.w.Write(p)
 }
