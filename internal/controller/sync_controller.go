@@ -636,7 +636,7 @@ func variablesFailure(err error) string {
 
 // keysFailure is the Ready reason of a failure to read the Sync's key
 // Secret: FetchFailed (retried soon) when the API server could not
-// answer, BuildFailed when the Secret is missing or holds no age identity.
+// answer, BuildFailed when the Secret is missing or holds no decryption key.
 func keysFailure(err error) string {
 	if errors.Is(err, engine.ErrKeysUnreadable) {
 		return v1alpha1.ReasonFetchFailed

@@ -32,7 +32,7 @@ type decryptError struct {
 func (e *decryptError) Error() string        { return "file " + e.name + " " + e.err.Error() }
 func (e *decryptError) Is(target error) bool { return target == ErrEncrypted }
 
-var errNoDecryptor = errors.New("is encrypted with SOPS, and the Sync sets no spec.decryption; set spec.decryption.secretRef to a Secret holding its age identity")
+var errNoDecryptor = errors.New("is encrypted with SOPS, and the Sync sets no spec.decryption; set spec.decryption.secretRef to a Secret holding its key (an age identity, an armored PGP private key, or cloud key service credentials: docs/secrets.md)")
 
 // decrypt returns data, the content of the file name, decrypted when it is
 // encrypted with SOPS, and records that it was. The plaintext is only
