@@ -31,7 +31,23 @@ func startAgent(t *testing.T, dryRun bool) *SyncReconciler {
 // returns the agent's Sync reconciler.
 func startAgentWith(t *testing.T, mutate func(*Options)) *SyncReconciler {
 	t.Helper()
-	// As production runs it: the agent's own identity, tenancy on.
+	mgr := newAgentManager(t)
+	opts := DefaultOptions()
+	opts.CacheDir, opts.Concurrency = t.TempDir(), 1
+	opts.Tenancy = ptr.To(testTenancy())
+	mutate(&opts)
+	syncs, err := Setup(mgr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runManager(t, mgr)
+	return syncs
+}
+
+// newAgentManager makes a manager as production runs it: the agent's
+// own identity, its cache options.
+func newAgentManager(t *testing.T) ctrl.Manager {
+	t.Helper()
 	mgr, err := ctrl.NewManager(agentConfig, ctrl.Options{
 		Scheme:     scheme,
 		Cache:      CacheOptions(),
@@ -41,14 +57,11 @@ func startAgentWith(t *testing.T, mutate func(*Options)) *SyncReconciler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := DefaultOptions()
-	opts.CacheDir, opts.Concurrency = t.TempDir(), 1
-	opts.Tenancy = ptr.To(testTenancy())
-	mutate(&opts)
-	syncs, err := Setup(mgr, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return mgr
+}
+
+// runManager starts mgr until the test ends.
+func runManager(t *testing.T, mgr ctrl.Manager) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -58,7 +71,6 @@ func startAgentWith(t *testing.T, mutate func(*Options)) *SyncReconciler {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	return syncs
 }
 
 // eventually polls cond until it returns true or 30 s pass.

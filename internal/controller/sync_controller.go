@@ -506,9 +506,11 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			watched = previous
 		}
 		if len(watched) > 0 {
-			// Not bounded by the sync's timeout, which a failed health
-			// wait has used up; Ensure bounds each kind's start itself.
-			if err := watches.Ensure(context.WithoutCancel(ctx), kindsOf(watched), o.started); err != nil {
+			// Cancelled with the agent, not bounded by the sync's timeout
+			// (which a failed health wait has used up): Ensure bounds each
+			// kind's start itself, and does not wait again for a kind
+			// refused before until its back-off has passed.
+			if err := watches.Ensure(ctx, kindsOf(watched), o.started); err != nil {
 				log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
 			}
 		}

@@ -30,6 +30,14 @@ type Watches struct {
 	kinds map[schema.GroupVersionKind]bool
 	// starting holds kinds whose watch is being started.
 	starting map[schema.GroupVersionKind]bool
+	// refused holds kinds whose watch did not list in time, and when the
+	// next sync may try again (see refusal).
+	refused map[schema.GroupVersionKind]refusal
+	// syncTimeout bounds the wait for a new watch's first list
+	// (watchSyncTimeout unless a test sets it).
+	syncTimeout time.Duration
+	// starts counts the watches started, for tests.
+	starts int
 	// writes is what the agent's own writes returned: those are not
 	// drift, whatever field manager anyone else names.
 	writes *drift.Writes
@@ -42,7 +50,8 @@ type Watches struct {
 // of the remote cluster key.
 func (w *Watches) remote(c cache.Cache, key string) *Watches {
 	return &Watches{ctrl: w.ctrl, cache: c, kinds: map[schema.GroupVersionKind]bool{},
-		starting: map[schema.GroupVersionKind]bool{}, writes: w.writes, cluster: key}
+		starting: map[schema.GroupVersionKind]bool{}, refused: map[schema.GroupVersionKind]refusal{},
+		syncTimeout: w.syncTimeout, writes: w.writes, cluster: key}
 }
 
 // requestFor is drift.RequestFor, naming the cluster of w.
@@ -52,34 +61,94 @@ func (w *Watches) requestFor(gvk schema.GroupVersionKind, obj *metav1.PartialObj
 	return req, ok
 }
 
+// watchSyncTimeout bounds the wait for a new watch's first list; a kind
+// whose watch has not listed by then is refused for a back-off of
+// refusedFirst, doubling up to refusedMax.
+const (
+	watchSyncTimeout = 30 * time.Second
+	refusedFirst     = 30 * time.Second
+	refusedMax       = 10 * time.Minute
+)
+
+// refusal is a kind whose watch did not list: no sync waits for it again
+// before next.
+type refusal struct {
+	next    time.Time
+	backoff time.Duration
+	err     error
+}
+
+// nextRefusal is the back-off after a watch that did not list, given the
+// one before (zero for the first): refusedFirst, doubling up to
+// refusedMax.
+func nextRefusal(before time.Duration) time.Duration {
+	if before <= 0 {
+		return refusedFirst
+	}
+	return min(2*before, refusedMax)
+}
+
 // Ensure starts a watch for each kind not yet watched and waits (briefly)
 // until it has listed; since is when the caller's sync began, so that an
 // object someone else wrote after that is checked as soon as it is listed.
 // The kinds are started and listed at the same time. A kind that cannot
-// be watched (RBAC, a broken conversion webhook) is reported and retried
-// at the next sync; it does not hold up other kinds.
+// be watched (RBAC, a broken conversion webhook, an aggregated API that
+// fails) is reported, and is not waited for again until its back-off
+// (30 s doubling to 10 min) has passed: the syncs in between go on at once
+// and say it is not watched. It does not hold up other kinds. The wait
+// ends when ctx is cancelled (the agent stopping), not when its deadline
+// passes (a sync whose health wait used up its timeout still starts its
+// watches).
 func (w *Watches) Ensure(ctx context.Context, gvks []schema.GroupVersionKind, since time.Time) error {
+	waitCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	defer stop()
 	errs := make([]error, len(gvks))
 	var wg sync.WaitGroup
+	now := time.Now()
 	for i, gvk := range gvks {
 		w.mu.Lock()
 		watched := w.kinds[gvk] || w.starting[gvk]
-		if !watched {
+		refused, backingOff := w.refused[gvk]
+		backingOff = backingOff && now.Before(refused.next)
+		if !watched && !backingOff {
 			w.starting[gvk] = true
+			w.starts++
 		}
 		w.mu.Unlock()
+		if backingOff {
+			errs[i] = fmt.Errorf("%s is not watched (%v): its drift is corrected at the interval; next try at %s",
+				gvk.Kind, refused.err, refused.next.UTC().Format(time.RFC3339))
+			continue
+		}
 		if watched {
 			continue
 		}
 		wg.Go(func() {
-			err := w.start(ctx, gvk, since)
+			err := w.start(waitCtx, gvk, since)
 			w.mu.Lock()
 			delete(w.starting, gvk)
-			if err == nil {
+			next := time.Time{}
+			switch {
+			case err == nil:
 				w.kinds[gvk] = true
+				delete(w.refused, gvk)
+			case waitCtx.Err() == nil:
+				// Refused, not stopped: back off.
+				r := refusal{backoff: nextRefusal(w.refused[gvk].backoff), err: err}
+				r.next = time.Now().Add(r.backoff)
+				w.refused[gvk], next = r, r.next
 			}
 			w.mu.Unlock()
 			if err != nil {
+				if !next.IsZero() {
+					err = fmt.Errorf("%w; next try at %s", err, next.UTC().Format(time.RFC3339))
+				}
 				errs[i] = fmt.Errorf("watch %s: %w", gvk, err)
 				return
 			}
@@ -98,7 +167,11 @@ func (w *Watches) start(ctx context.Context, gvk schema.GroupVersionKind, since 
 		return err
 	}
 	// Until the watch has listed, a change would go unseen.
-	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	timeout := w.syncTimeout
+	if timeout <= 0 {
+		timeout = watchSyncTimeout
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := src.WaitForSync(syncCtx); err != nil {
 		_ = w.cache.RemoveInformer(context.Background(), obj)
@@ -171,5 +244,5 @@ func SetupDriftWithManager(mgr ctrl.Manager, r *DriftReconciler, concurrency int
 		return nil, err
 	}
 	return &Watches{ctrl: c, cache: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{},
-		starting: map[schema.GroupVersionKind]bool{}, writes: r.Store.Writes()}, nil
+		starting: map[schema.GroupVersionKind]bool{}, refused: map[schema.GroupVersionKind]refusal{}, writes: r.Store.Writes()}, nil
 }
