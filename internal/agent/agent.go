@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"slices"
 	"sync"
 
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -65,11 +66,11 @@ func New(o Options) (_ *Agent, err error) {
 	if o.LogTo == nil {
 		o.LogTo = os.Stderr
 	}
-	a := &Agent{opts: o, log: &logRun{w: o.LogTo}}
 	encoder := zap.ConsoleEncoder()
 	if o.LogFormat == "json" {
 		encoder = zap.JSONEncoder()
 	}
+	a := &Agent{opts: o, log: &logRun{logger: zap.New(encoder, zap.WriteTo(o.LogTo))}}
 	// The log goes to o.LogTo from here until Serve returns.
 	agentLog.set(a.log)
 	defer func() {
@@ -77,7 +78,6 @@ func New(o Options) (_ *Agent, err error) {
 			agentLog.release(a.log)
 		}
 	}()
-	setAgentLogger.Do(func() { ctrl.SetLogger(zap.New(encoder, zap.WriteTo(agentLog))) })
 	cfg := rest.CopyConfig(o.Config)
 	a.memLimit = setSoftMemoryLimit()
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
@@ -264,25 +264,25 @@ func (a *Agent) WaitForCacheSync(ctx context.Context) bool {
 }
 
 // agentLog is where the agent logs. controller-runtime keeps the first
-// logger a process sets (ctrl.SetLogger fulfils its loggers once), so the
-// agent sets it once, writing here, and each run points agentLog at its
-// own writer (the command's standard error) while it runs: a production
-// process runs the agent once; a test binary runs it many times, each
-// test keeping its agent's log. The format is the first run's.
-var (
-	agentLog       = &logSwitch{}
-	setAgentLogger sync.Once
-)
+// logger a process sets (ctrl.SetLogger fulfils its loggers once) and,
+// when none is set within 30 s of the first log call, sets one that
+// discards for good. So the process's logger is set when this package
+// loads (init), and sends each record to the current run's logger: a
+// production process runs the agent once; a test binary runs it many
+// times, each test keeping its agent's log in its own format; between
+// runs (or in commands other than agent) records are dropped.
+var agentLog = &logSwitch{}
 
-// logSwitch writes to the current run's writer, one write at a time (the
-// writer may be a plain buffer), or nowhere between runs.
+func init() { ctrl.SetLogger(logr.New(&runSink{sw: agentLog})) }
+
+// logSwitch holds the current run, or none between runs.
 type logSwitch struct {
 	mu  sync.Mutex
 	run *logRun
 }
 
-// logRun is one agent run's log writer.
-type logRun struct{ w io.Writer }
+// logRun is one agent run's logger (its format and writer).
+type logRun struct{ logger logr.Logger }
 
 // set makes run the one the log goes to.
 func (s *logSwitch) set(run *logRun) {
@@ -302,11 +302,62 @@ func (s *logSwitch) release(run *logRun) {
 	}
 }
 
-func (s *logSwitch) Write(p []byte) (int, error) {
+func (s *logSwitch) current() *logRun {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.run == nil {
-		return len(p), nil
+	return s.run
+}
+
+// runSink is the process's log sink: it hands each record, with the
+// names and values given to it, to the current run's logger.
+type runSink struct {
+	sw     *logSwitch
+	names  []string
+	values []any
+}
+
+func (s *runSink) Init(logr.RuntimeInfo) {}
+
+func (s *runSink) logger() (logr.Logger, bool) {
+	run := s.sw.current()
+	if run == nil {
+		return logr.Logger{}, false
 	}
-	return s.run.w.Write(p)
+	l := run.logger
+	for _, n := range s.names {
+		l = l.WithName(n)
+	}
+	if len(s.values) > 0 {
+		l = l.WithValues(s.values...)
+	}
+	return l, true
+}
+
+func (s *runSink) Enabled(level int) bool {
+	l, ok := s.logger()
+	return ok && l.GetSink() != nil && l.GetSink().Enabled(level)
+}
+
+func (s *runSink) Info(level int, msg string, kv ...any) {
+	if l, ok := s.logger(); ok && l.GetSink() != nil {
+		l.GetSink().Info(level, msg, kv...)
+	}
+}
+
+func (s *runSink) Error(err error, msg string, kv ...any) {
+	if l, ok := s.logger(); ok && l.GetSink() != nil {
+		l.GetSink().Error(err, msg, kv...)
+	}
+}
+
+func (s *runSink) WithValues(kv ...any) logr.LogSink {
+	c := *s
+	c.values = append(slices.Clip(s.values), kv...)
+	return &c
+}
+
+func (s *runSink) WithName(name string) logr.LogSink {
+	c := *s
+	c.names = append(slices.Clip(s.names), name)
+	return &c
 }

@@ -2,23 +2,33 @@ package agent
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
-// An agent that stops late (a test's agent slow to shut down) must not
-// silence the log of the agent that started after it.
-func TestALateStopDoesNotSilenceTheNextAgentsLog(t *testing.T) {
+// Each run logs to its own writer in its own format; an agent that stops
+// late (a test's agent slow to shut down) must not silence the log of
+// the agent that started after it; between runs nothing is written.
+func TestEachAgentRunKeepsItsOwnLogAndALateStopDoesNotSilenceTheNext(t *testing.T) {
 	var first, second bytes.Buffer
 	s := &logSwitch{}
-	a, b := &logRun{w: &first}, &logRun{w: &second}
+	log := logr.New(&runSink{sw: s}).WithName("drift").WithValues("sync", "shop/web")
+	a := &logRun{logger: zap.New(zap.WriteTo(&first), zap.ConsoleEncoder())}
+	b := &logRun{logger: zap.New(zap.WriteTo(&second), zap.JSONEncoder())}
 	s.set(a)
-	_, _ = s.Write([]byte("one "))
+	log.Info("one")
 	s.set(b)
 	s.release(a) // the first agent's Serve returns only now
-	_, _ = s.Write([]byte("two "))
+	log.Info("two")
 	s.release(b)
-	_, _ = s.Write([]byte("three "))
-	if first.String() != "one " || second.String() != "two " {
-		t.Errorf("first agent's log %q, second's %q; want %q and %q", first.String(), second.String(), "one ", "two ")
+	log.Info("three")
+	if got := first.String(); !strings.Contains(got, "one") || !strings.Contains(got, "shop/web") || strings.Contains(got, "two") {
+		t.Errorf("first agent's log %q, want only record one with its values", got)
+	}
+	if got := second.String(); !strings.Contains(got, `"msg":"two"`) || !strings.Contains(got, `"logger":"drift"`) || strings.Contains(got, "three") {
+		t.Errorf("second agent's log %q, want only record two, as JSON with its name", got)
 	}
 }

@@ -147,7 +147,7 @@ func renderSyncTable(w io.Writer, l syncList) error {
 	// A painted column is painted in the header too, to keep it aligned.
 	header = append(header, "NAME", "REVISION", l.colour.paint(colourNone, "READY"), "LAST SYNC", "OBJECTS", "DRIFT", l.colour.paint(colourNone, "SUSPENDED"))
 	// The cluster is shown when a Sync applies to another (spec.kubeConfig).
-	remote := slices.ContainsFunc(l.Syncs, func(r syncRow) bool { return r.Cluster != v1alpha1.InCluster })
+	remote := slices.ContainsFunc(l.Syncs, func(r syncRow) bool { return r.Cluster != "" && r.Cluster != v1alpha1.InCluster })
 	if remote {
 		header = append(header, "CLUSTER")
 	}

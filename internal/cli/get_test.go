@@ -198,7 +198,7 @@ func TestGetSyncsAsJSONAndYAMLHasTheDocumentedFields(t *testing.T) {
 			delete(got, "lastSyncAt")
 			want := map[string]any{"namespace": web.Namespace, "name": "web", "revision": shaWeb, "ready": "True", "reason": "Succeeded",
 				"message": "applied 8e1a1e8: 0 created, 0 configured, 3 unchanged, 0 pruned", "objects": 3.0, "driftLast24h": 1.0,
-				"driftIncidents": 2.0, "suspended": false}
+				"driftIncidents": 2.0, "suspended": false, "cluster": "in-cluster"}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("-o %s (-want +got):\n%s", format, diff)
 			}
