@@ -29,6 +29,10 @@ func startAgent(t *testing.T, dryRun bool) *SyncReconciler {
 
 // startAgentWith is startAgent with options changed by mutate. It
 // returns the agent's Sync reconciler.
+//
+// It builds the manager itself, not with agenttest: internal/agent imports
+// this package, so this package's tests cannot import it, and they read
+// the reconciler's Store.
 func startAgentWith(t *testing.T, mutate func(*Options)) *SyncReconciler {
 	t.Helper()
 	mgr := newAgentManager(t)

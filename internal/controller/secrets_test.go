@@ -217,7 +217,8 @@ func TestSyncWithoutUsableKeysFailsNamingWhatIsWrong(t *testing.T) {
 // startLoggedAgent starts the agent's controllers with their log lines
 // collected in logs and their checkouts in cacheDir. It logs at V(1),
 // above the agent's info level: client-go logs whole request bodies at
-// V(8), which the agent never enables.
+// V(8), which the agent never enables. Built here, not with agenttest, as
+// startAgentWith is (internal/agent imports this package).
 func startLoggedAgent(t *testing.T, cacheDir string, logs *logLines) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{

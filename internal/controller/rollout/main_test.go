@@ -10,38 +10,25 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/driftless/driftless/api/v1alpha1"
 	crds "github.com/driftless/driftless/config/crd"
-	"github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
 var (
-	env    *testenv.Env
-	scheme = runtime.NewScheme()
-	c      client.Client
+	env *testenv.Env
+	c   client.Client
 )
 
 func TestMain(m *testing.M) { testenv.MainWithWorkloads(m, &env, setup) }
 
 func setup(e *testenv.Env) error {
 	ctrl.SetLogger(logr.Discard())
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
 	var err error
-	if c, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
+	if c, err = client.New(e.Config, client.Options{Scheme: testenv.Scheme()}); err != nil {
 		return err
 	}
 	defs, err := crds.SyncCRDs()
@@ -51,30 +38,11 @@ func setup(e *testenv.Env) error {
 	return e.InstallCRDs(context.Background(), defs...)
 }
 
-// startAgent runs the controllers as the agent does until the test ends.
-func startAgent(t *testing.T) {
+// startAgent runs the agent (agenttest), in namespace, until the test
+// ends: a Sync in namespace acts as the agent.
+func startAgent(t *testing.T, namespace string) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     scheme,
-		Cache:      controller.CacheOptions(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := controller.DefaultOptions()
-	opts.CacheDir = t.TempDir()
-	if _, err := controller.Setup(mgr, opts); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	agenttest.Start(t, agenttest.Options(t, env.Config, namespace))
 }
 
 // eventually polls cond until it returns true or the deadline passes,

@@ -101,7 +101,7 @@ func TestSyncIsReadyOnlyWhenTheRolloutIsAvailable(t *testing.T) {
 	f := newFixture(t)
 	rev := f.repo.Commit(t, "web", map[string]string{"web.yaml": deployment(f.ns, "web", 2, "", false)})
 	f.createSync(2 * time.Minute)
-	startAgent(t)
+	startAgent(t, f.ns)
 	eventually(t, "Ready at the commit", 90*time.Second, func() (bool, string) {
 		s := f.sync()
 		return meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReady) && s.Status.LastAppliedRevision == rev,
@@ -119,7 +119,7 @@ func TestARolloutThatNeverBecomesReadyTimesOutNamingIt(t *testing.T) {
 	f := newFixture(t)
 	f.repo.Commit(t, "stuck", map[string]string{"web.yaml": deployment(f.ns, "stuck", 1, "", true)})
 	f.createSync(15 * time.Second)
-	startAgent(t)
+	startAgent(t, f.ns)
 	eventually(t, "HealthCheckFailed", 90*time.Second, func() (bool, string) {
 		cond := meta.FindStatusCondition(f.sync().Status.Conditions, v1alpha1.ConditionReady)
 		return cond != nil && cond.Reason == v1alpha1.ReasonHealthCheckFailed, fmt.Sprintf("%+v", cond)
@@ -136,7 +136,7 @@ func TestAFixPushedDuringTheWaitIsAppliedAtOnce(t *testing.T) {
 	f := newFixture(t)
 	f.repo.Commit(t, "stuck", map[string]string{"web.yaml": deployment(f.ns, "web", 1, "", true)})
 	f.createSync(10 * time.Minute) // far longer than the test may wait
-	startAgent(t)
+	startAgent(t, f.ns)
 	eventually(t, "the health wait", 60*time.Second, func() (bool, string) {
 		s := f.sync()
 		return s.Status.Progress != nil && meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionReconciling),
@@ -158,7 +158,7 @@ func TestWaveTwoStartsOnlyWhenWaveOneIsHealthy(t *testing.T) {
 		"b.yaml": deployment(f.ns, "db", 2, "0", false),
 	})
 	f.createSync(2 * time.Minute)
-	startAgent(t)
+	startAgent(t, f.ns)
 	var cfg corev1.ConfigMap
 	eventually(t, "the wave-1 ConfigMap", 90*time.Second, func() (bool, string) {
 		err := c.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "after"}, &cfg)
@@ -196,7 +196,7 @@ spec:
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after\n  annotations: {driftless.dev/wave: \"1\"}\ndata: {k: v}\n"
 	f.repo.Commit(t, "migrate then configure", map[string]string{"a.yaml": cm, "b.yaml": job})
 	f.createSync(2 * time.Minute)
-	startAgent(t)
+	startAgent(t, f.ns)
 	var cfg corev1.ConfigMap
 	eventually(t, "the wave-1 ConfigMap", 90*time.Second, func() (bool, string) {
 		err := c.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "after"}, &cfg)
