@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -97,8 +99,30 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 		if out := runCLI(t, "get", "syncs", "-n", ns, "--kubeconfig", kubeconfig).expect(t, 0).out; !strings.Contains(out, "CLUSTER") || !strings.Contains(out, server) {
 			t.Errorf("get syncs does not show the cluster %s:\n%s", server, out)
 		}
-		if out := runCLI(t, "tree", key.String(), "--kubeconfig", kubeconfig).expect(t, 0).out; !strings.Contains(out, "in cluster "+server) {
+		out := runCLI(t, "tree", key.String(), "--kubeconfig", kubeconfig).expect(t, 0).out
+		if !strings.Contains(out, "in cluster "+server) {
 			t.Errorf("tree does not name the cluster %s:\n%s", server, out)
+		}
+		// tree and explain read the objects in B, where they are.
+		if !regexp.MustCompile(`ConfigMap/web-config +Current +apps/config.yaml`).MatchString(out) {
+			t.Errorf("tree does not show the ConfigMap's health and origin as B has them:\n%s", out)
+		}
+		out = runCLI(t, "explain", "configmap/web-config", "-n", ns, "--kubeconfig", kubeconfig).expect(t, 0).out
+		for _, want := range []string{"In cluster:", server, "Sync " + key.String(), "apps/config.yaml"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("explain does not say %q of the ConfigMap in B:\n%s", want, out)
+			}
+		}
+		// A viewer who may read the Sync but not the kubeconfig Secret is
+		// told so, and sees the cluster named.
+		out = runCLI(t, "tree", key.String(), "--kubeconfig", viewerKubeconfig(t, ns)).expect(t, 0).out
+		for _, want := range []string{"Secret " + ns + "/cluster-b, which you may not read", "in cluster " + server, "Unknown"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("tree as a viewer without get on the Secret does not say %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, remoteToken) {
+			t.Errorf("tree prints the kubeconfig's token:\n%s", out)
 		}
 	})
 
@@ -241,6 +265,39 @@ func remoteKubeconfig(t *testing.T, b *testenv.Env, cb client.Client) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// viewerKubeconfig writes a kubeconfig of the test cluster whose user is
+// a ServiceAccount of namespace that may read its Syncs and Inventories,
+// and nothing else.
+func viewerKubeconfig(t *testing.T, namespace string) string {
+	t.Helper()
+	ctx := context.Background()
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"syncs", "inventories"}, Verbs: []string{"get", "list"}}}
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "viewer"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "viewer"}, Rules: rules},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "viewer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "viewer"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: "viewer"}}},
+	} {
+		mustCreate(t, c, obj)
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	tr, err := env.Clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, "viewer", tr, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["a"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	cfg.AuthInfos["viewer"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["a"] = &clientcmdapi.Context{Cluster: "a", AuthInfo: "viewer", Namespace: namespace}
+	cfg.CurrentContext = "a"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // agentIdentityIn makes the agent's ServiceAccount in namespace with the
