@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,6 +29,7 @@ import (
 	"github.com/driftless/driftless/config"
 	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/testenv"
+	"github.com/driftless/driftless/internal/ui"
 )
 
 // A platform team's agent runs in cluster A and drives cluster B, which
@@ -123,6 +127,31 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 		}
 		if strings.Contains(out, remoteToken) {
 			t.Errorf("tree prints the kubeconfig's token:\n%s", out)
+		}
+	})
+
+	t.Run("the dashboard names cluster B and reads the Sync's objects there", func(t *testing.T) {
+		addr := serveDashboard(t, env.Config)
+		server := "https://" + strings.TrimPrefix(b.ControlPlane.APIServerURL, "https://")
+		syncPage := "/c/a/syncs/" + ns + "/web"
+		pages := map[string][]string{
+			"/":      {"applies to " + server, syncPage},
+			syncPage: {"Applies to cluster <code>" + server, ns + "/cluster-b", "ConfigMap/web-config", "Current", "apps/config.yaml"},
+			syncPage + "/object?group=&version=v1&kind=ConfigMap&namespace=" + ns + "&name=web-config": {"In cluster <code>" + server, "Current", "data.greeting"},
+		}
+		for path, wants := range pages {
+			agent.Eventually("GET "+path+" shows the target cluster", func() string {
+				body := httpGet(t, addr+path)
+				if strings.Contains(body, remoteToken) || strings.Contains(body, "certificate-authority-data") {
+					t.Fatalf("GET %s shows the kubeconfig:\n%s", path, body)
+				}
+				for _, want := range wants {
+					if !strings.Contains(body, want) {
+						return fmt.Sprintf("it does not say %q:\n%s", want, body)
+					}
+				}
+				return ""
+			})
 		}
 	})
 
@@ -265,6 +294,36 @@ func remoteKubeconfig(t *testing.T, b *testenv.Env, cb client.Client) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// serveDashboard serves the dashboard of cfg's cluster, as context "a",
+// until the test ends, and returns its address.
+func serveDashboard(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	s, err := ui.New(ui.Options{Clusters: []ui.Cluster{{Name: "a", Config: cfg}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = s.Run(ctx) }()
+	srv := httptest.NewServer(s.Handler(nil))
+	t.Cleanup(func() { srv.Close(); cancel() })
+	return srv.URL
+}
+
+// httpGet returns the body at url, or why there is none.
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error()
+	}
+	return resp.Status + "\n" + string(body)
 }
 
 // viewerKubeconfig writes a kubeconfig of the test cluster whose user is
