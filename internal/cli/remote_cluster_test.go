@@ -39,15 +39,7 @@ import (
 // its tenant's ServiceAccount — impersonated in B by B's kubeconfig user.
 func TestSyncAppliesToARemoteCluster(t *testing.T) {
 	ctx := context.Background()
-	b, err := testenv.StartWith(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("start cluster B: %v", err)
-	}
-	t.Cleanup(func() { _ = b.Stop() })
-	cb, err := client.New(b.Config, client.Options{Scheme: c.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, cb := startCluster(t, "B")
 
 	agentNS := env.Namespace(t)
 	ns := env.Namespace(t)
@@ -252,6 +244,22 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 		agent.Eventually("the Sync is refused", remoteSyncRefused(client.ObjectKeyFromObject(s), v1alpha1.ReasonAccessDenied,
 			"serviceaccount "+ns+":no-secrets may not get secrets \"cluster-b\""))
 	})
+}
+
+// startCluster starts a control plane of its own for the test, named
+// name in messages, and returns it with an admin client of it.
+func startCluster(t *testing.T, name string) (*testenv.Env, client.Client) {
+	t.Helper()
+	e, err := testenv.StartWith(context.Background(), testenv.Options{})
+	if err != nil {
+		t.Fatalf("start cluster %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	cl, err := client.New(e.Config, client.Options{Scheme: c.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, cl
 }
 
 // remoteToken is what remoteKubeconfig's token is replaced with in
