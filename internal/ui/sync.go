@@ -328,6 +328,9 @@ type objectData struct {
 	Changes     []Change
 	PendingErr  string
 	PendingDone bool
+	// PendingRemote: the Sync applies to another cluster, which the
+	// pending diff does not read.
+	PendingRemote bool
 }
 
 func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
@@ -379,7 +382,10 @@ func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
 			d.Drift = append(d.Drift, driftRow{DriftIncident: in, FileURL: fileLink(h.GitURL, sy.Status.LastAppliedRevision, in.Origin, 0)})
 		}
 	}
-	if s.opts.Pending != nil && s.auth == nil {
+	// The pending diff (diff --sync's engine) compares with the
+	// context's cluster, which is not where a remote Sync's objects are.
+	d.PendingRemote = sy.Spec.KubeConfig != nil
+	if s.opts.Pending != nil && s.auth == nil && !d.PendingRemote {
 		changes, err := s.opts.Pending(r.Context(), c.name, h.Key)
 		d.PendingDone = err == nil
 		if err != nil {
