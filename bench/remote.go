@@ -62,7 +62,8 @@ type remotePhase struct {
 }
 
 // runRemoteFleet measures clusters remote clusters of syncs Syncs each,
-// over planes control planes, after the same number of local Syncs.
+// over planes control planes, after as many Syncs of the agent's own
+// cluster (clusters × syncs), the baseline.
 func runRemoteFleet(ctx context.Context, o options, clusters, planes, syncs int) (_ *remoteFleet, err error) {
 	b, stop, err := startBench(ctx, o, "remote")
 	if err != nil {
@@ -88,7 +89,7 @@ func runRemoteFleet(ctx context.Context, o options, clusters, planes, syncs int)
 
 	// One workload per cluster and one for the baseline, each under a
 	// prefix of its own, all in one repository.
-	local := newWorkload("l", syncs)
+	local := newWorkload("l", clusters*syncs)
 	files := map[string]string{}
 	for k, v := range local.files {
 		files[k] = v
@@ -162,15 +163,15 @@ func runRemoteFleet(ctx context.Context, o options, clusters, planes, syncs int)
 		return nil
 	}
 
-	step("baseline: creating %d Syncs of the agent's cluster", syncs)
-	if err := phase(&r.Local, syncs, syncs, func(i int) *v1alpha1.Sync {
+	step("baseline: creating %d Syncs of the agent's cluster", clusters*syncs)
+	if err := phase(&r.Local, clusters*syncs, clusters*syncs, func(i int) *v1alpha1.Sync {
 		s := newSync(fmt.Sprintf("local-%04d", i), repo.url(), time.Hour, o.syncTimeout)
 		s.Spec.Paths = []string{local.appFile(i)}
 		return s
 	}); err != nil {
 		return nil, err
 	}
-	step("baseline: %d Syncs Ready in %.1f s, heap +%.1f MiB", syncs, r.Local.AllReady, r.Local.HeapGrowth)
+	step("baseline: %d Syncs Ready in %.1f s, heap +%.1f MiB", r.Local.Syncs, r.Local.AllReady, r.Local.HeapGrowth)
 
 	planeBefore := make([]apimetrics.Counts, planes)
 	for j, e := range envs {
@@ -179,7 +180,7 @@ func runRemoteFleet(ctx context.Context, o options, clusters, planes, syncs int)
 		}
 	}
 	step("creating %d Syncs of each of %d remote clusters (%d control planes)", syncs, clusters, planes)
-	if err := phase(&r.Remote, clusters*syncs, syncs+clusters*syncs, func(i int) *v1alpha1.Sync {
+	if err := phase(&r.Remote, clusters*syncs, 2*clusters*syncs, func(i int) *v1alpha1.Sync {
 		cluster, app := i/syncs, i%syncs
 		s := newSync(fmt.Sprintf("remote-%02d-%04d", cluster, app), repo.url(), time.Hour, o.syncTimeout)
 		s.Spec.Paths = []string{remote[cluster].appFile(app)}
