@@ -77,6 +77,9 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 		return cm.Data["greeting"]
 	}
 
+	elsewhere, accepted := blackHole(t)
+	kubeconfigElsewhere := []byte(strings.Replace(string(kubeconfig), strings.TrimPrefix(b.ControlPlane.APIServerURL, "https://"), elsewhere, 1))
+
 	t.Run("a Sync in cluster A applies to cluster B", func(t *testing.T) {
 		agent.Eventually("the Sync is Ready at the first commit", agenttest.AppliedAt(c, key, first))
 		if got := greeting(cb); got != "v1" {
@@ -119,6 +122,17 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 		}
 		if strings.Contains(out, remoteToken) {
 			t.Errorf("tree prints the kubeconfig's token:\n%s", out)
+		}
+		// A kubeconfig that names a server the agent has not synced the
+		// Sync to is not connected to.
+		mustCreate(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-elsewhere"},
+			Data: map[string][]byte{"value": kubeconfigElsewhere}})
+		unsynced := remoteSync(ns, "unsynced", repo.HTTPURL(), "tenant", "cluster-elsewhere")
+		unsynced.Spec.Suspend = true
+		mustCreate(t, c, unsynced)
+		out = runCLI(t, "tree", client.ObjectKeyFromObject(unsynced).String(), "--kubeconfig", kubeconfig).expect(t, 0).out
+		if !strings.Contains(out, "has not synced to the cluster of its kubeconfig") || accepted() != 0 {
+			t.Errorf("tree of a Sync never synced: %d connections to its kubeconfig's server, want none and a line saying why:\n%s", accepted(), out)
 		}
 	})
 

@@ -34,7 +34,7 @@ const deadSyncs = 20
 func TestADeadClusterDoesNotHoldUpAnotherAndWatchesStopWithTheLastSync(t *testing.T) {
 	ctx := context.Background()
 	cc, clientC := startCluster(t, "C")
-	dead := blackHole(t)
+	dead, _ := blackHole(t)
 
 	agentNS := env.Namespace(t)
 	ns := env.Namespace(t)
@@ -149,8 +149,9 @@ func openConfigMapWatches(t *testing.T, e *testenv.Env) int {
 }
 
 // blackHole listens on a loopback port that accepts connections and never
-// answers on them, until the test ends; it returns its address.
-func blackHole(t *testing.T) string {
+// answers on them, until the test ends; it returns its address and a
+// count of the connections it accepted.
+func blackHole(t *testing.T) (string, func() int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -177,5 +178,9 @@ func blackHole(t *testing.T) string {
 			conn.Close()
 		}
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(held)
+	}
 }

@@ -24,7 +24,9 @@ const targetTimeout = 10 * time.Second
 // with the kubeconfig's). It also returns the cluster's server, for
 // messages. Its errors name the Secret and the cluster, never what the
 // Secret holds; a viewer who may not read the Secret is told so, and
-// what to ask for.
+// what to ask for. Only the server the agent last synced s to
+// (status.cluster) is connected to: a kubeconfig that names another is
+// an error, and no connection is made.
 func TargetReader(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (client.Reader, string, error) {
 	if s.Spec.KubeConfig == nil {
 		return c, v1alpha1.InCluster, nil
@@ -37,6 +39,16 @@ func TargetReader(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (clien
 		return nil, cluster, fmt.Errorf("the objects are in cluster %s, whose kubeconfig is in Secret %s, which you may not read: ask for get on that Secret, or use a kubeconfig context of that cluster", cluster, secret)
 	case err != nil:
 		return nil, cluster, fmt.Errorf("the objects are in cluster %s: %w", cluster, err)
+	}
+	// Only the cluster the agent last synced the Sync to is read: its
+	// objects are there, and the agent checked that address (such as
+	// against --tenant-source-hosts) before it connected to it. A
+	// kubeconfig that names another server is not connected to.
+	if kc.Server != s.Status.Cluster {
+		if s.Status.Cluster == "" {
+			return nil, cluster, fmt.Errorf("the Sync has not synced to the cluster of its kubeconfig (Secret %s, server %s) yet: its objects are read there once it has", secret, kc.Server)
+		}
+		return nil, cluster, fmt.Errorf("the Sync last synced to cluster %s, and its kubeconfig (Secret %s) now names %s: its objects are read once it has synced there", s.Status.Cluster, secret, kc.Server)
 	}
 	cfg := rest.CopyConfig(kc.Config)
 	cfg.Timeout = targetTimeout
