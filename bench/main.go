@@ -61,6 +61,10 @@ type options struct {
 	agentMemoryOnly bool
 	// agentBinary is a driftless binary to measure instead of building one.
 	agentBinary string
+	// remoteClusters is the remote-cluster case's number of kubeconfig
+	// Secrets, over remotePlanes control planes, of remoteSyncs Syncs
+	// each; 0 skips it.
+	remoteClusters, remotePlanes, remoteSyncs int
 	// admissionWrites is how many writes the admission webhook case
 	// times with the webhook, and as many without; 0 skips it.
 	admissionWrites int
@@ -92,6 +96,9 @@ func main() {
 	fs.BoolVar(&o.agentMemoryOnly, "agent-memory-only", false, "run only the agent process's memory case, at the largest of -sizes and with -syncs Syncs")
 	fs.StringVar(&o.agentBinary, "agent-binary", "", "the driftless binary the agent process case runs; empty builds ./cmd/driftless from this checkout")
 	fs.IntVar(&o.admissionWrites, "admission-writes", 400, "writes of a managed object timed with the admission webhook (--admission-warnings) registered, and as many without, in alternating rounds; 0 skips the case")
+	fs.IntVar(&o.remoteClusters, "remote-clusters", -1, "remote clusters (spec.kubeConfig Secrets, each with a token of its own) one agent drives, after as many Syncs of its own cluster as the baseline; -1: 10 with -full, else none")
+	fs.IntVar(&o.remotePlanes, "remote-planes", 2, "real control planes that serve the -remote-clusters kubeconfigs, round robin")
+	fs.IntVar(&o.remoteSyncs, "remote-syncs", 100, "Syncs of one app (4 objects) per remote cluster, and in the baseline")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
 	chart := fs.String("chart", "", "only render the SVG chart of this results JSON next to it, and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
@@ -119,6 +126,9 @@ func main() {
 	}
 	if err == nil {
 		o.concurrencies, err = ints(concurrencies)
+	}
+	if o.remoteClusters < 0 {
+		o.remoteClusters = map[bool]int{true: 10, false: 0}[o.full]
 	}
 	if o.changeRepeats <= 0 {
 		o.changeRepeats = o.repeats
@@ -197,6 +207,8 @@ type results struct {
 	// of its own, at each shape run.
 	AgentMemory []agentMemory `json:"agent_memory,omitempty"`
 	Overlays    *overlays     `json:"overlays,omitempty"`
+	// Remote is one agent driving several remote clusters.
+	Remote *remoteFleet `json:"remote_clusters,omitempty"`
 	// Admission is the admission webhook's cost to a write.
 	Admission *admissionCost `json:"admission,omitempty"`
 	Summary   string         `json:"summary"`
@@ -260,6 +272,14 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%d Syncs: %w", o.syncs, err)
 		}
 		res.Fleet = f
+	}
+	if o.remoteClusters > 0 && !o.agentMemoryOnly {
+		fmt.Fprintf(os.Stderr, "== %d remote clusters × %d Syncs\n", o.remoteClusters, o.remoteSyncs)
+		rf, err := runRemoteFleet(ctx, o, o.remoteClusters, max(o.remotePlanes, 1), o.remoteSyncs)
+		if err != nil {
+			return fmt.Errorf("%d remote clusters: %w", o.remoteClusters, err)
+		}
+		res.Remote = rf
 	}
 	if o.admissionWrites > 0 && !o.agentMemoryOnly {
 		fmt.Fprintln(os.Stderr, "== the admission webhook's cost to a write")

@@ -104,6 +104,12 @@ func printReport(out io.Writer, res *results) {
 			fmt.Sprintf("%s / %s", secs(c.Applied), secs(c.AllReady)),
 			fmt.Sprintf("woke %d; %d fetches, %d ls-remotes, %.0f renders, %d writes", c.Woken, c.Fetches, c.LsRemotes, c.Renders, c.Writes), "1 render")
 	}
+	if r := res.Remote; r != nil {
+		row(thousands(4*r.Clusters*r.SyncsPerCluster), fmt.Sprintf("%d remote clusters (kubeconfig Secrets, each its own token, over %d control planes) × %d Syncs of 4 objects: all Ready after creating them", r.Clusters, r.Planes, r.SyncsPerCluster),
+			fmt.Sprintf("**%s (%.2f×)**", secs(r.Remote.AllReady), r.ReadyRatio),
+			fmt.Sprintf("× %d Syncs of the agent's cluster in the same run (%s); heap +%.1f MiB (%.2f× the baseline's +%.1f MiB, %.2f MiB per cluster above it); per cluster: %.0f requests served, %.0f watches open",
+				r.Local.Syncs, secs(r.Local.AllReady), r.Remote.HeapGrowth, r.HeapRatio, r.Local.HeapGrowth, r.HeapPerCluster, r.RequestsPerCluster, r.WatchesPerCluster), "")
+	}
 	if a := res.Admission; a != nil {
 		row("1", fmt.Sprintf("a merge patch of a managed object, admission webhook registered / unregistered, %d writes each in %d alternating rounds: p50", a.With.N, a.Rounds),
 			fmt.Sprintf("**%.1f / %.1f ms (%.2f×)**", a.With.P50, a.Without.P50, a.RatioP50),

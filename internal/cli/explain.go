@@ -58,11 +58,16 @@ func newExplainCommand() *cobra.Command {
     message; when the Sync is held (driftless hold), at which revision, by
     whom, why and how many commits wait.
 
+An object that is not in the context's cluster but in the inventory of a
+Sync that applies to another cluster (spec.kubeConfig) is read in that
+cluster, with the kubeconfig of the Sync's Secret, which is read with your
+rights (get on that Secret): when you may not, explain says so.
+
 Exit status: 0 when the object was explained (managed or not), 2 when it
 does not exist, its kind is unknown, or you may not read it.
 
 -o json and -o yaml print the same, with the fields object, apiVersion,
-sync, syncFound, origin, revision, lastApplied, inInventory, listedBy,
+cluster, sync, syncFound, origin, revision, lastApplied, inInventory, listedBy,
 fieldManagers, drift, syncNotReady and held (the Sync's status.hold).`, explainDriftShown),
 		Example: `  driftless explain deploy/web -n shop
   driftless explain configmap/web-config -n shop -o yaml
@@ -103,6 +108,10 @@ type explainReport struct {
 	// Object is Kind/namespace/name, or Kind/name.
 	Object     string `json:"object"`
 	APIVersion string `json:"apiVersion"`
+	// Cluster is the server of the cluster the object was read in when
+	// that is not the current context's: the target of a Sync's
+	// spec.kubeConfig whose inventory lists it.
+	Cluster string `json:"cluster,omitempty"`
 	// Sync is the NAMESPACE/NAME of the owning Sync, "" when none.
 	Sync string `json:"sync,omitempty"`
 	// SyncFound is false when the label names a Sync that does not exist.
@@ -142,6 +151,9 @@ type syncCondition struct {
 func renderExplainText(w io.Writer, r explainReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "Object:\t%s (%s)\n", r.Object, r.APIVersion)
+	if r.Cluster != "" {
+		fmt.Fprintf(tw, "In cluster:\t%s (spec.kubeConfig of the Sync that lists it)\n", r.Cluster)
+	}
 	switch {
 	case r.Sync == "":
 		fmt.Fprintf(tw, "Managed by:\tno Sync (it has no %s label)\n", v1alpha1.SyncLabel)
@@ -250,12 +262,18 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(mapping.GroupVersionKind)
 	id := plan.ID{Group: mapping.GroupVersionKind.Group, Kind: mapping.GroupVersionKind.Kind, Namespace: ns, Name: name}
+	cluster := ""
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
-		return readObjectError(err, id, host)
+		if cluster, err = readElsewhere(ctx, c, id, u, err); err != nil {
+			if _, elsewhere := err.(*exitError); elsewhere {
+				return err
+			}
+			return readObjectError(err, id, host)
+		}
 	}
 	id = plan.IDOf(u)
 
-	r := explainReport{Object: id.String(), APIVersion: u.GetAPIVersion(), FieldManagers: []fieldManager{}, now: time.Now()}
+	r := explainReport{Object: id.String(), APIVersion: u.GetAPIVersion(), Cluster: cluster, FieldManagers: []fieldManager{}, now: time.Now()}
 	if s, ok := u.GetAnnotations()[v1alpha1.OriginAnnotation]; ok {
 		if from, rev, err := origin.Parse(s); err == nil {
 			r.Origin, r.Revision = from.String(), rev
@@ -315,6 +333,36 @@ func runExplain(ctx context.Context, o *explainOptions, arg string, out io.Write
 	}
 	r.Held = s.Status.Hold
 	return v.Render(out, r)
+}
+
+// readElsewhere reads the object id into u from the cluster of the Sync
+// that applies it to another cluster (spec.kubeConfig), when it is not in
+// the current one (notHere is that read's error) and such a Sync's
+// inventory lists it; it returns that cluster's server. Otherwise it
+// returns notHere, or why that cluster could not be read.
+func readElsewhere(ctx context.Context, c client.Reader, id plan.ID, u *unstructured.Unstructured, notHere error) (string, error) {
+	if !apierrors.IsNotFound(notHere) {
+		return "", notHere
+	}
+	var list v1alpha1.SyncList
+	if err := c.List(ctx, &list); err != nil {
+		return "", notHere
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Spec.KubeConfig == nil || !inInventory(ctx, c, s, id) {
+			continue
+		}
+		tc, server, err := syncview.TargetReader(ctx, c, s)
+		if err != nil {
+			return "", &exitError{code: 2, err: fmt.Errorf("%s is not in this cluster; Sync %s/%s applies it to another cluster: %w", id, s.Namespace, s.Name, err)}
+		}
+		if err := tc.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, u); err != nil {
+			return "", &exitError{code: 2, err: fmt.Errorf("%s is not in this cluster; Sync %s/%s applies it to cluster %s, where it could not be read: %w", id, s.Namespace, s.Name, server, err)}
+		}
+		return server, nil
+	}
+	return "", notHere
 }
 
 // mappingFor resolves KIND as kubectl does: a resource, a short name, a

@@ -3,6 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +29,7 @@ import (
 	"github.com/driftless/driftless/config"
 	"github.com/driftless/driftless/internal/agent/agenttest"
 	"github.com/driftless/driftless/internal/testenv"
+	"github.com/driftless/driftless/internal/ui"
 )
 
 // A platform team's agent runs in cluster A and drives cluster B, which
@@ -33,15 +39,7 @@ import (
 // its tenant's ServiceAccount — impersonated in B by B's kubeconfig user.
 func TestSyncAppliesToARemoteCluster(t *testing.T) {
 	ctx := context.Background()
-	b, err := testenv.StartWith(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatalf("start cluster B: %v", err)
-	}
-	t.Cleanup(func() { _ = b.Stop() })
-	cb, err := client.New(b.Config, client.Options{Scheme: c.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, cb := startCluster(t, "B")
 
 	agentNS := env.Namespace(t)
 	ns := env.Namespace(t)
@@ -79,6 +77,9 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 		return cm.Data["greeting"]
 	}
 
+	elsewhere, accepted := blackHole(t)
+	kubeconfigElsewhere := []byte(strings.Replace(string(kubeconfig), strings.TrimPrefix(b.ControlPlane.APIServerURL, "https://"), elsewhere, 1))
+
 	t.Run("a Sync in cluster A applies to cluster B", func(t *testing.T) {
 		agent.Eventually("the Sync is Ready at the first commit", agenttest.AppliedAt(c, key, first))
 		if got := greeting(cb); got != "v1" {
@@ -97,8 +98,66 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 		if out := runCLI(t, "get", "syncs", "-n", ns, "--kubeconfig", kubeconfig).expect(t, 0).out; !strings.Contains(out, "CLUSTER") || !strings.Contains(out, server) {
 			t.Errorf("get syncs does not show the cluster %s:\n%s", server, out)
 		}
-		if out := runCLI(t, "tree", key.String(), "--kubeconfig", kubeconfig).expect(t, 0).out; !strings.Contains(out, "in cluster "+server) {
+		out := runCLI(t, "tree", key.String(), "--kubeconfig", kubeconfig).expect(t, 0).out
+		if !strings.Contains(out, "in cluster "+server) {
 			t.Errorf("tree does not name the cluster %s:\n%s", server, out)
+		}
+		// tree and explain read the objects in B, where they are.
+		if !regexp.MustCompile(`ConfigMap/web-config +Current +apps/config.yaml`).MatchString(out) {
+			t.Errorf("tree does not show the ConfigMap's health and origin as B has them:\n%s", out)
+		}
+		out = runCLI(t, "explain", "configmap/web-config", "-n", ns, "--kubeconfig", kubeconfig).expect(t, 0).out
+		for _, want := range []string{"In cluster:", server, "Sync " + key.String(), "apps/config.yaml"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("explain does not say %q of the ConfigMap in B:\n%s", want, out)
+			}
+		}
+		// A viewer who may read the Sync but not the kubeconfig Secret is
+		// told so, and sees the cluster named.
+		out = runCLI(t, "tree", key.String(), "--kubeconfig", viewerKubeconfig(t, ns)).expect(t, 0).out
+		for _, want := range []string{"Secret " + ns + "/cluster-b, which you may not read", "in cluster " + server, "Unknown"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("tree as a viewer without get on the Secret does not say %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, remoteToken) {
+			t.Errorf("tree prints the kubeconfig's token:\n%s", out)
+		}
+		// A kubeconfig that names a server the agent has not synced the
+		// Sync to is not connected to.
+		mustCreate(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-elsewhere"},
+			Data: map[string][]byte{"value": kubeconfigElsewhere}})
+		unsynced := remoteSync(ns, "unsynced", repo.HTTPURL(), "tenant", "cluster-elsewhere")
+		unsynced.Spec.Suspend = true
+		mustCreate(t, c, unsynced)
+		out = runCLI(t, "tree", client.ObjectKeyFromObject(unsynced).String(), "--kubeconfig", kubeconfig).expect(t, 0).out
+		if !strings.Contains(out, "has not synced to the cluster of its kubeconfig") || accepted() != 0 {
+			t.Errorf("tree of a Sync never synced: %d connections to its kubeconfig's server, want none and a line saying why:\n%s", accepted(), out)
+		}
+	})
+
+	t.Run("the dashboard names cluster B and reads the Sync's objects there", func(t *testing.T) {
+		addr := serveDashboard(t, env.Config)
+		server := "https://" + strings.TrimPrefix(b.ControlPlane.APIServerURL, "https://")
+		syncPage := "/c/a/syncs/" + ns + "/web"
+		pages := map[string][]string{
+			"/":      {"applies to " + server, syncPage},
+			syncPage: {"Applies to cluster <code>" + server, ns + "/cluster-b", "ConfigMap/web-config", "Current", "apps/config.yaml"},
+			syncPage + "/object?group=&version=v1&kind=ConfigMap&namespace=" + ns + "&name=web-config": {"In cluster <code>" + server, "Current", "data.greeting"},
+		}
+		for path, wants := range pages {
+			agent.Eventually("GET "+path+" shows the target cluster", func() string {
+				body := httpGet(t, addr+path)
+				if strings.Contains(body, remoteToken) || strings.Contains(body, "certificate-authority-data") {
+					t.Fatalf("GET %s shows the kubeconfig:\n%s", path, body)
+				}
+				for _, want := range wants {
+					if !strings.Contains(body, want) {
+						return fmt.Sprintf("it does not say %q:\n%s", want, body)
+					}
+				}
+				return ""
+			})
 		}
 	})
 
@@ -201,6 +260,22 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 	})
 }
 
+// startCluster starts a control plane of its own for the test, named
+// name in messages, and returns it with an admin client of it.
+func startCluster(t *testing.T, name string) (*testenv.Env, client.Client) {
+	t.Helper()
+	e, err := testenv.StartWith(context.Background(), testenv.Options{})
+	if err != nil {
+		t.Fatalf("start cluster %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	cl, err := client.New(e.Config, client.Options{Scheme: c.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, cl
+}
+
 // remoteToken is what remoteKubeconfig's token is replaced with in
 // messages' checks: the token itself.
 var remoteToken string
@@ -241,6 +316,69 @@ func remoteKubeconfig(t *testing.T, b *testenv.Env, cb client.Client) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// serveDashboard serves the dashboard of cfg's cluster, as context "a",
+// until the test ends, and returns its address.
+func serveDashboard(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	s, err := ui.New(ui.Options{Clusters: []ui.Cluster{{Name: "a", Config: cfg}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = s.Run(ctx) }()
+	srv := httptest.NewServer(s.Handler(nil))
+	t.Cleanup(func() { srv.Close(); cancel() })
+	return srv.URL
+}
+
+// httpGet returns the body at url, or why there is none.
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error()
+	}
+	return resp.Status + "\n" + string(body)
+}
+
+// viewerKubeconfig writes a kubeconfig of the test cluster whose user is
+// a ServiceAccount of namespace that may read its Syncs and Inventories,
+// and nothing else.
+func viewerKubeconfig(t *testing.T, namespace string) string {
+	t.Helper()
+	ctx := context.Background()
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"syncs", "inventories"}, Verbs: []string{"get", "list"}}}
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "viewer"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "viewer"}, Rules: rules},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "viewer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "viewer"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: "viewer"}}},
+	} {
+		mustCreate(t, c, obj)
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	tr, err := env.Clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, "viewer", tr, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["a"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	cfg.AuthInfos["viewer"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["a"] = &clientcmdapi.Context{Cluster: "a", AuthInfo: "viewer", Namespace: namespace}
+	cfg.CurrentContext = "a"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // agentIdentityIn makes the agent's ServiceAccount in namespace with the

@@ -33,7 +33,12 @@ Unknown), or Missing when it is no longer in the cluster, and the file in
 git it came from (its driftless.dev/origin annotation). The Syncs it depends
 on (spec.dependsOn) come first, with their Ready status.
 
--o json and -o yaml print {"sync", "ready", "reason", "revision",
+The objects of a Sync that applies to another cluster (spec.kubeConfig) are
+read in that cluster, with the kubeconfig of its Secret, which is read with
+your rights (get on that Secret); when you may not, or the cluster does not
+answer, their health is Unknown and the tree says why.
+
+-o json and -o yaml print {"sync", "cluster", "clusterError", "ready", "reason", "revision",
 "dependsOn": [{"sync", "ready", "reason", "found"}], "objects": [{"namespace",
 "group", "kind", "name", "version", "health", "message", "origin"}]}.`,
 		Example: `  driftless tree driftless-system/default
@@ -77,6 +82,9 @@ func renderTreeText(w io.Writer, r treeReport) error {
 	}
 	fmt.Fprintf(w, "Sync %s%s (Ready: %s, revision %s, %d objects)\n", r.Sync, in,
 		r.colour.paint(readyColour(r.Ready), readyText(r.Ready, r.Reason)), orDash(source.Short(r.Revision)), len(r.Objects))
+	if r.ClusterError != "" {
+		fmt.Fprintf(w, "health unknown: %s\n", r.ClusterError)
+	}
 	// The branches: the dependencies, then one per namespace.
 	type group struct {
 		title   string

@@ -67,13 +67,18 @@ type Tree struct {
 	// Unreadable says, for each inventory entry that is not an object ID,
 	// what it is and what form it lacks.
 	Unreadable []string `json:"unreadable,omitempty"`
+	// ClusterError says why the objects' cluster (spec.kubeConfig's)
+	// could not be read; their health is then Unknown.
+	ClusterError string `json:"clusterError,omitempty"`
 }
 
 // ReadTree reads s's dependencies and the objects of its inventory with
-// c, each object's health and origin from the cluster, sorted by
-// namespace, kind, group and name. An object c may not read has health
-// Unknown and says so; only a failure to read a dependency or the
-// inventory fails.
+// c, each object's health and origin from the cluster they are in (for a
+// Sync with spec.kubeConfig, its target cluster: TargetReader), sorted by
+// namespace, kind, group and name. An object that may not be read has
+// health Unknown and says so, as have all of them when their cluster
+// cannot be read (ClusterError says why); only a failure to read a
+// dependency or the inventory fails.
 func ReadTree(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (Tree, error) {
 	key := client.ObjectKeyFromObject(s)
 	r := Tree{Sync: key.String(), Cluster: s.TargetCluster(), Revision: s.Status.LastAppliedRevision, Objects: []Object{}}
@@ -106,16 +111,19 @@ func ReadTree(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (Tree, err
 	// waits; a spec that does not compile (the Sync is InvalidSpec) has
 	// none.
 	checks, _ := health.Compile(s.Spec.HealthChecks)
+	target, _, err := TargetReader(ctx, c, s)
+	if err != nil {
+		r.ClusterError = err.Error()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i := range r.Objects {
-		if s.Spec.KubeConfig != nil {
-			// In another cluster, which c does not reach.
+		if target == nil {
 			r.Objects[i].Health, r.Objects[i].Message = string(status.UnknownStatus), "in cluster "+r.Cluster
 			continue
 		}
 		g.Go(func() error {
-			liveHealth(gctx, c, checks, &r.Objects[i])
+			liveHealth(gctx, target, checks, &r.Objects[i])
 			return nil
 		})
 	}

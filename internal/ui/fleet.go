@@ -29,6 +29,16 @@ type fleetRow struct {
 // suspended.
 func (r fleetRow) Failing() bool { return r.Ready != "True" && !r.Suspended }
 
+// Target is the cluster the Sync applies to when it is not the one it is
+// in (spec.kubeConfig): its server, or its Secret before its first sync;
+// "" for its own.
+func (r fleetRow) Target() string {
+	if r.Row.Cluster == v1alpha1.InCluster {
+		return ""
+	}
+	return r.Row.Cluster
+}
+
 // URL is the row's Sync page.
 func (r fleetRow) URL() string { return syncURL(r.Cluster, r.Namespace, r.Name) }
 

@@ -36,6 +36,9 @@ type syncHeader struct {
 	Ref     string
 	// RevisionURL is the forge's page of the applied commit, when known.
 	RevisionURL string
+	// KubeConfigSecret is the Secret of spec.kubeConfig, for a Sync that
+	// applies to another cluster (Row.Target).
+	KubeConfigSecret string
 }
 
 // objectRow is one object of the Sync's tree.
@@ -82,11 +85,14 @@ type syncData struct {
 	DependsOn  []dependencyRow
 	Unreadable []string
 	TreeError  string
-	Drift      []driftRow
-	History    []historyRow
-	Events     []eventRow
-	EventError string
-	Now        time.Time
+	// ClusterError is why the objects' cluster (spec.kubeConfig's) could
+	// not be read.
+	ClusterError string
+	Drift        []driftRow
+	History      []historyRow
+	Events       []eventRow
+	EventError   string
+	Now          time.Time
 }
 
 // header reads the Sync of the request from its cluster's watch; it
@@ -159,6 +165,9 @@ func (s *Server) headerOf(c *clusterState, sy *v1alpha1.Sync) syncHeader {
 		h.Ref = "branch " + g.Branch
 	}
 	h.RevisionURL = commitLink(h.GitURL, sy.Status.LastAppliedRevision)
+	if kc := sy.Spec.KubeConfig; kc != nil {
+		h.KubeConfigSecret = key.Namespace + "/" + kc.SecretRef.Name
+	}
 	return h
 }
 
@@ -231,7 +240,7 @@ func (s *Server) syncPage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		d.TreeError = err.Error()
 	}
-	d.Unreadable = tree.Unreadable
+	d.Unreadable, d.ClusterError = tree.Unreadable, tree.ClusterError
 	for _, dep := range tree.DependsOn {
 		dk, _ := splitKey(dep.Sync)
 		d.DependsOn = append(d.DependsOn, dependencyRow{Dependency: dep, URL: syncURL(c.name, dk.Namespace, dk.Name)})
@@ -319,6 +328,9 @@ type objectData struct {
 	Changes     []Change
 	PendingErr  string
 	PendingDone bool
+	// PendingRemote: the Sync applies to another cluster, which the
+	// pending diff does not read.
+	PendingRemote bool
 }
 
 func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
@@ -342,12 +354,19 @@ func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(schema.GroupVersionKind{Group: o.Group, Version: o.Version, Kind: o.Kind})
-	if err := cl.Get(r.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u); err != nil {
+	// A Sync of spec.kubeConfig has its objects in its target cluster,
+	// read with the kubeconfig of its Secret, which cl reads as the
+	// viewer.
+	target, _, err := syncview.TargetReader(r.Context(), cl, sy)
+	if err == nil {
+		err = target.Get(r.Context(), client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u)
+	}
+	if err != nil {
 		d.ReadError = err.Error()
 	} else {
 		// Only metadata is read from u: never its data, so no Secret
 		// value can reach the page.
-		tree := syncview.ReadObject(r.Context(), cl, sy, o)
+		tree := syncview.ReadObject(r.Context(), target, sy, o)
 		d.Health, d.HealthMsg, d.Origin = tree.Health, tree.Message, tree.Origin
 		d.FileURL = fileLink(h.GitURL, sy.Status.LastAppliedRevision, tree.File, tree.Line)
 		for _, m := range u.GetManagedFields() {
@@ -363,7 +382,10 @@ func (s *Server) objectPage(w http.ResponseWriter, r *http.Request) {
 			d.Drift = append(d.Drift, driftRow{DriftIncident: in, FileURL: fileLink(h.GitURL, sy.Status.LastAppliedRevision, in.Origin, 0)})
 		}
 	}
-	if s.opts.Pending != nil && s.auth == nil {
+	// The pending diff (diff --sync's engine) compares with the
+	// context's cluster, which is not where a remote Sync's objects are.
+	d.PendingRemote = sy.Spec.KubeConfig != nil
+	if s.opts.Pending != nil && s.auth == nil && !d.PendingRemote {
 		changes, err := s.opts.Pending(r.Context(), c.name, h.Key)
 		d.PendingDone = err == nil
 		if err != nil {

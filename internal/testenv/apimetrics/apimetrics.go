@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -44,28 +45,8 @@ func (c Counts) Minus(before Counts) Counts {
 // with cs, which may read it (the admin's client), and sums it by verb and
 // resource.
 func Read(ctx context.Context, cs kubernetes.Interface) (Counts, error) {
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read the API server's /metrics: %w", err)
-	}
 	out := Counts{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		labelText, valueText, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		value, err := strconv.ParseFloat(strings.TrimSpace(valueText), 64)
-		if err != nil {
-			continue
-		}
-		labels := parseLabels(labelText)
+	err := samples(ctx, cs, "apiserver_request_total", func(labels map[string]string, value float64) {
 		resource := labels["resource"]
 		if resource == "" {
 			resource = "non-resource"
@@ -78,8 +59,54 @@ func Read(ctx context.Context, cs kubernetes.Interface) (Counts, error) {
 			verb += " dry-run"
 		}
 		out[Key{Verb: verb, Resource: resource}] += int(value)
+	})
+	return out, err
+}
+
+// OpenWatches reads how many watches the API server holds open now
+// (apiserver_longrunning_requests of verb WATCH), by resource and scope:
+// "configmaps cluster" counts the watches of ConfigMaps in every
+// namespace, "configmaps namespace" those of one namespace.
+func OpenWatches(ctx context.Context, cs kubernetes.Interface) (map[string]int, error) {
+	out := map[string]int{}
+	found := false
+	err := samples(ctx, cs, "apiserver_longrunning_requests", func(labels map[string]string, value float64) {
+		found = true
+		if labels["verb"] == "WATCH" {
+			out[labels["resource"]+" "+labels["scope"]] += int(value)
+		}
+	})
+	if err == nil && !found {
+		err = errors.New("the API server's /metrics has no apiserver_longrunning_requests")
 	}
-	return out, sc.Err()
+	return out, err
+}
+
+// samples calls add with the labels and value of each sample of metric
+// in the API server's /metrics, read with cs.
+func samples(ctx context.Context, cs kubernetes.Interface, metric string, add func(labels map[string]string, value float64)) error {
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("read the API server's /metrics: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), metric+"{")
+		if !ok {
+			continue
+		}
+		labelText, valueText, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		value, err := strconv.ParseFloat(strings.TrimSpace(valueText), 64)
+		if err != nil {
+			continue
+		}
+		add(parseLabels(labelText), value)
+	}
+	return sc.Err()
 }
 
 // parseLabels parses `a="x",b="y"`; label values here never hold quotes.
