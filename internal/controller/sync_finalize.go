@@ -131,6 +131,7 @@ func (r *SyncReconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	r.Store.Forget(key)
+	r.releaseWatches(key)
 	r.Clusters.Release(key)
 	logger.Info("Sync deleted", "reason", reason, "message", msg)
 	r.Recorder.Eventf(s, nil, eventType, reason, "Delete", "%s", truncate(msg))

@@ -44,28 +44,8 @@ func (c Counts) Minus(before Counts) Counts {
 // with cs, which may read it (the admin's client), and sums it by verb and
 // resource.
 func Read(ctx context.Context, cs kubernetes.Interface) (Counts, error) {
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read the API server's /metrics: %w", err)
-	}
 	out := Counts{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		labelText, valueText, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		value, err := strconv.ParseFloat(strings.TrimSpace(valueText), 64)
-		if err != nil {
-			continue
-		}
-		labels := parseLabels(labelText)
+	err := read(ctx, cs, "apiserver_request_total", func(labels map[string]string, value int) {
 		resource := labels["resource"]
 		if resource == "" {
 			resource = "non-resource"
@@ -77,9 +57,48 @@ func Read(ctx context.Context, cs kubernetes.Interface) (Counts, error) {
 		if labels["dry_run"] != "" {
 			verb += " dry-run"
 		}
-		out[Key{Verb: verb, Resource: resource}] += int(value)
+		out[Key{Verb: verb, Resource: resource}] += value
+	})
+	return out, err
+}
+
+// Watching reads how many watches of each resource the API server holds
+// open now (apiserver_longrunning_requests, verb WATCH), from every
+// client, the API server's own included.
+func Watching(ctx context.Context, cs kubernetes.Interface) (map[string]int, error) {
+	out := map[string]int{}
+	err := read(ctx, cs, "apiserver_longrunning_requests", func(labels map[string]string, value int) {
+		if labels["verb"] == "WATCH" {
+			out[labels["resource"]] += value
+		}
+	})
+	return out, err
+}
+
+// read calls sample with the labels and value of each sample of metric.
+func read(ctx context.Context, cs kubernetes.Interface, metric string, sample func(map[string]string, int)) error {
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("read the API server's /metrics: %w", err)
 	}
-	return out, sc.Err()
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), metric+"{")
+		if !ok {
+			continue
+		}
+		labelText, valueText, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		value, err := strconv.ParseFloat(strings.TrimSpace(valueText), 64)
+		if err != nil {
+			continue
+		}
+		sample(parseLabels(labelText), int(value))
+	}
+	return sc.Err()
 }
 
 // parseLabels parses `a="x",b="y"`; label values here never hold quotes.
