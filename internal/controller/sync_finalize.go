@@ -138,6 +138,14 @@ func (r *SyncReconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.R
 	return ctrl.Result{}, nil
 }
 
+// releaseWatches lets go of what the Sync key held in the agent's own
+// cluster's drift watches (Clusters.Release does so in a remote one).
+func (r *SyncReconciler) releaseWatches(key client.ObjectKey) {
+	if r.Watches != nil {
+		r.Watches.Release(key)
+	}
+}
+
 // removeFinalizer removes v1alpha1.Finalizer from s, re-reading it on a
 // conflict so that other finalizers are kept.
 func (r *SyncReconciler) removeFinalizer(ctx context.Context, s *v1alpha1.Sync) error {

@@ -9,14 +9,6 @@ import (
 	"github.com/driftless/driftless/internal/source"
 )
 
-// releaseWatches lets go of what the Sync key held in the agent's own
-// cluster's drift watches (Clusters.Release does so in a remote one).
-func (r *SyncReconciler) releaseWatches(key client.ObjectKey) {
-	if r.Watches != nil {
-		r.Watches.Release(key)
-	}
-}
-
 // resolve returns the revision s's ref points to: the one its wake-up
 // resolved, once, when that was after the notice and s's spec did not
 // change since; otherwise an ls-remote (shared, see source.Mirror.Resolve).

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,7 +25,7 @@ func TestAWokenSyncWhosePathsChangedIsSyncedBeforeTheOthers(t *testing.T) {
 	wake := make(chan WakeUp)
 	// Created last, app-0 is also the last synced, so that an
 	// unordered queue would take it last.
-	agent := appSyncs(h, apps, true, wake)
+	appSyncs(h, apps, true, wake)
 
 	watcher, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
 	if err != nil {
@@ -42,7 +44,7 @@ func TestAWokenSyncWhosePathsChangedIsSyncedBeforeTheOthers(t *testing.T) {
 	for i := apps - 1; i >= 0; i-- {
 		woken = append(woken, h.syncNow(appName(i)))
 	}
-	lsRemotes := agent.Mirror().Stats().Resolves
+	uploadPacks := h.repo.UploadPacks()
 	second := h.repo.Commit(t, "app-0: v2", map[string]string{appName(0) + ".yaml": configMap(appName(0), "v2")})
 	notice := time.Now()
 	for _, s := range woken {
@@ -65,9 +67,9 @@ func TestAWokenSyncWhosePathsChangedIsSyncedBeforeTheOthers(t *testing.T) {
 		t.Errorf("Syncs recorded %s in the order %q; want %s, whose file changed, first", second[:7], order, appName(0))
 	}
 	// However the wake-ups split into batches on a loaded machine, the
-	// notice is answered by one ls-remote.
-	if got := agent.Mirror().Stats().Resolves - lsRemotes; got != 1 {
-		t.Errorf("a notice that woke %d Syncs of one branch cost %d ls-remotes, want 1", apps, got)
+	// notice is answered by one ls-remote (and the commit fetched once).
+	if got := h.repo.UploadPacks() - uploadPacks; got != 2 {
+		t.Errorf("a notice that woke %d Syncs of one branch cost the git host %d upload-packs, want 2: one ls-remote, one fetch", apps, got)
 	}
 	if got := get(t, "v1", "ConfigMap", h.ns, appName(0)); got == nil || got.Object["data"].(map[string]any)["key"] != "v2" {
 		t.Errorf("ConfigMap %s was not updated: %v", appName(0), got)
@@ -83,12 +85,12 @@ func TestAPushNoticeCostsOneLsRemoteWhenItsWakeUpsArriveApart(t *testing.T) {
 	h := newHarness(t)
 	const apps = 4
 	wake := make(chan WakeUp)
-	agent := appSyncs(h, apps, false, wake)
+	appSyncs(h, apps, false, wake)
 	var woken []*v1alpha1.Sync
 	for i := range apps {
 		woken = append(woken, h.syncNow(appName(i)))
 	}
-	lsRemotes := agent.Mirror().Stats().Resolves
+	uploadPacks := h.repo.UploadPacks()
 	second := h.repo.Commit(t, "app-0: v2", map[string]string{appName(0) + ".yaml": configMap(appName(0), "v2")})
 	notice := time.Now()
 	// The notice's first half, synced, then its second half: a lull far
@@ -101,34 +103,44 @@ func TestAPushNoticeCostsOneLsRemoteWhenItsWakeUpsArriveApart(t *testing.T) {
 			h.waitReady(s.Name, second)
 		}
 	}
-	if got := agent.Mirror().Stats().Resolves - lsRemotes; got != 1 {
-		t.Errorf("a notice that woke %d Syncs of one branch in two batches cost %d ls-remotes, want 1", apps, got)
+	if got := h.repo.UploadPacks() - uploadPacks; got != 2 {
+		t.Errorf("a notice that woke %d Syncs of one branch in two batches cost the git host %d upload-packs, want 2: one ls-remote, one fetch", apps, got)
 	}
 }
 
 func appName(i int) string { return fmt.Sprintf("app-%d", i) }
 
 // appSyncs commits one ConfigMap per app (app-0.yaml, …), starts an agent
-// woken through wake, and creates a Sync of each app's file (an hour's
-// interval), app-0 first unless reverse, each Ready before the next.
-func appSyncs(h *harness, apps int, reverse bool, wake <-chan WakeUp) *SyncReconciler {
+// woken through wake, and creates a Sync of each app's file over SSH (an
+// hour's interval), app-0 first unless reverse, each Ready before the
+// next. The git server counts what the agent asks of the repository,
+// whatever other tests' Syncs the agent syncs meanwhile.
+func appSyncs(h *harness, apps int, reverse bool, wake <-chan WakeUp) {
 	h.t.Helper()
 	files := map[string]string{}
 	for i := range apps {
 		files[appName(i)+".yaml"] = configMap(appName(i), "v1")
 	}
 	first := h.repo.Commit(h.t, "initial", files)
-	agent := startAgentWith(h.t, func(o *Options) { o.Wake = wake })
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "git", Namespace: h.ns},
+		Data:       map[string][]byte{"identity": h.srv.DeployKey, "known_hosts": h.srv.KnownHosts()},
+	}
+	if err := c.Create(context.Background(), secret); err != nil {
+		h.t.Fatal(err)
+	}
+	startAgentWith(h.t, func(o *Options) { o.Wake = wake })
 	for n := range apps {
 		i := n
 		if reverse {
 			i = apps - 1 - n
 		}
 		h.createSync(appName(i), func(s *v1alpha1.Sync) {
+			s.Spec.Source.Git.URL = h.repo.SSHURL()
+			s.Spec.Source.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: "git"}
 			s.Spec.Paths = []string{appName(i) + ".yaml"}
 			s.Spec.Interval.Duration = time.Hour
 		})
 		h.waitReady(appName(i), first)
 	}
-	return agent
 }

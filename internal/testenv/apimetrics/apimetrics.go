@@ -1,5 +1,6 @@
 // Package apimetrics reads how many requests an API server has served,
-// by verb and resource, from its /metrics (apiserver_request_total). The
+// by verb and resource, from its /metrics (apiserver_request_total), and
+// how many watches it holds open (apiserver_longrunning_requests). The
 // bench and the request-count budgets of tests read it before and after
 // what they measure. It sees every client of the server, not only one
 // process's, so a measure is exact only while nothing else asks for the
