@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -136,9 +135,9 @@ func (a *Agent) Setup() error {
 		return fmt.Errorf("create controller manager: %w", err)
 	}
 	a.mgr = mgr
-	var wake chan event.TypedGenericEvent[*v1alpha1.Sync]
+	var wake chan controller.WakeUp
 	if o.WebhookAddr != "" {
-		wake = make(chan event.TypedGenericEvent[*v1alpha1.Sync])
+		wake = make(chan controller.WakeUp)
 	}
 	a.syncs, err = controller.Setup(mgr, controller.Options{
 		CacheDir:      o.CacheDir,

@@ -122,7 +122,7 @@ func (c *Clusters) use(syncKey client.ObjectKey, key string, kc *engine.KubeConf
 	}
 	if old, ok := c.users[syncKey]; ok && old != key {
 		delete(c.users, syncKey)
-		c.stopUnusedLocked(old)
+		c.releaseLocked(syncKey, old)
 	}
 	c.users[syncKey] = key
 	return rc, nil
@@ -153,6 +153,15 @@ func (c *Clusters) Release(syncKey client.ObjectKey) {
 		return
 	}
 	delete(c.users, syncKey)
+	c.releaseLocked(syncKey, key)
+}
+
+// releaseLocked lets the Sync syncKey's kinds go in the cluster key
+// (Watches.Release), and stops the cluster if no Sync uses it now.
+func (c *Clusters) releaseLocked(syncKey client.ObjectKey, key string) {
+	if rc, ok := c.clusters[key]; ok {
+		rc.watches.Release(syncKey)
+	}
 	c.stopUnusedLocked(key)
 }
 

@@ -24,8 +24,9 @@ type target struct {
 
 // watcher is what a sync asks of the drift watches of its cluster.
 type watcher interface {
-	Ensure(ctx context.Context, gvks []schema.GroupVersionKind, since time.Time) error
+	Ensure(ctx context.Context, key client.ObjectKey, gvks []schema.GroupVersionKind, since time.Time) error
 	Covers(gvks []schema.GroupVersionKind) bool
+	Release(key client.ObjectKey)
 }
 
 // targetOf returns the cluster s applies to: the agent's own, where s
@@ -146,6 +147,9 @@ func (r *DriftReconciler) driftTarget(s *v1alpha1.Sync, cluster string) (client.
 	}
 	if cluster == "" {
 		id, err := identityOf(r.Identities, r.Applier, s)
+		if r.Watches != nil {
+			return r.Watches.reader(), id, true, err
+		}
 		return r.Client, id, true, err
 	}
 	rc, ok := r.Clusters.lookup(client.ObjectKeyFromObject(s), cluster)
@@ -153,5 +157,5 @@ func (r *DriftReconciler) driftTarget(s *v1alpha1.Sync, cluster string) (client.
 		return nil, identity{}, false, nil
 	}
 	id, err := rc.identityOf(s, r.Identities.tenancy())
-	return rc.cache, id, true, err
+	return rc.watches.reader(), id, true, err
 }

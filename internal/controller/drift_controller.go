@@ -64,6 +64,11 @@ type DriftReconciler struct {
 	// (SyncReconciler.Clusters); their watches' requests are checked
 	// there.
 	Clusters *Clusters
+	// Watches are the agent's own cluster's drift watches
+	// (SetupDriftWithManager sets them): a check reads the watched
+	// object's metadata from their cache, and only while they watch its
+	// kind; nil reads it with Client.
+	Watches  *Watches
 	Recorder EventRecorder
 	// Reader reads Syncs from the API server for status updates.
 	Reader client.Reader

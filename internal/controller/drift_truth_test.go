@@ -92,8 +92,11 @@ func TestAHandEditMadeWhileSuspendedIsPutBackOnResume(t *testing.T) {
 // watches missed, which a real watch cannot be made to miss on demand.
 type deafWatches struct{}
 
-func (deafWatches) Ensure(context.Context, []schema.GroupVersionKind, time.Time) error { return nil }
-func (deafWatches) Covers([]schema.GroupVersionKind) bool                              { return true }
+func (deafWatches) Ensure(context.Context, client.ObjectKey, []schema.GroupVersionKind, time.Time) error {
+	return nil
+}
+func (deafWatches) Covers([]schema.GroupVersionKind) bool { return true }
+func (deafWatches) Release(client.ObjectKey)              {}
 
 // `driftless reconcile` compares every live object, whatever the watches
 // say, puts back what differs and says what it put back; an interval that

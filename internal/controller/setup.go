@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -58,10 +57,11 @@ type Options struct {
 	FullResync time.Duration
 	// RenderBudgets bound each render (files, documents, objects, bytes).
 	RenderBudgets render.Budgets
-	// Wake, when set, is read by the Sync controller: each event enqueues
-	// a reconcile of its Sync at once, as if its interval had elapsed (the
-	// webhook receiver, internal/receiver, writes to it).
-	Wake <-chan event.TypedGenericEvent[*v1alpha1.Sync]
+	// Wake, when set, is read by the Sync controller: each wake-up
+	// enqueues a reconcile of its Sync at once, as if its interval had
+	// elapsed, at what its ref points to after the notice (the webhook
+	// receiver, internal/receiver, writes to it).
+	Wake <-chan WakeUp
 	// Notify, when it has targets, sends notifications about Syncs
 	// (internal/notify): every event still goes to the API server.
 	Notify notify.Config

@@ -163,6 +163,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Store.Forget(req.NamespacedName)
+			r.releaseWatches(req.NamespacedName)
 			r.Clusters.Release(req.NamespacedName)
 			r.woken.Delete(req.NamespacedName)
 			forgetSync(req.String())
@@ -505,15 +506,18 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		if o.dryRun || watched == nil {
 			watched = previous
 		}
-		if len(watched) > 0 {
-			// Cancelled with the agent, not bounded by the sync's timeout
-			// (which a failed health wait has used up): Ensure bounds each
-			// kind's start itself, and does not wait again for a kind
-			// refused before until its back-off has passed.
-			if err := watches.Ensure(ctx, kindsOf(watched), o.started); err != nil {
-				log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
-			}
+		// Cancelled with the agent, not bounded by the sync's timeout
+		// (which a failed health wait has used up): Ensure bounds each
+		// kind's start itself, and does not wait again for a kind
+		// refused before until its back-off has passed. Kinds the Sync
+		// no longer holds, and no other Sync does, stop being watched.
+		if err := watches.Ensure(ctx, key, kindsOf(watched), o.started); err != nil {
+			log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
 		}
+	}
+	if tgt.remote != nil && r.Watches != nil {
+		// What it held here, when it applied here, is let go.
+		r.Watches.Release(key)
 	}
 	if o.inventory == nil && len(s.Status.Inventory) > 0 {
 		// An earlier agent listed the inventory in the status: move it

@@ -131,10 +131,19 @@ func (r *SyncReconciler) finalize(ctx context.Context, s *v1alpha1.Sync) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	r.Store.Forget(key)
+	r.releaseWatches(key)
 	r.Clusters.Release(key)
 	logger.Info("Sync deleted", "reason", reason, "message", msg)
 	r.Recorder.Eventf(s, nil, eventType, reason, "Delete", "%s", truncate(msg))
 	return ctrl.Result{}, nil
+}
+
+// releaseWatches lets go of what the Sync key held in the agent's own
+// cluster's drift watches (Clusters.Release does so in a remote one).
+func (r *SyncReconciler) releaseWatches(key client.ObjectKey) {
+	if r.Watches != nil {
+		r.Watches.Release(key)
+	}
 }
 
 // removeFinalizer removes v1alpha1.Finalizer from s, re-reading it on a

@@ -212,8 +212,11 @@ func TestASyncWhoseInventoryWentMissingSaysSoAndStillApplies(t *testing.T) {
 // watchingAll is a Watches that covers every kind.
 type watchingAll struct{}
 
-func (watchingAll) Ensure(context.Context, []schema.GroupVersionKind, time.Time) error { return nil }
-func (watchingAll) Covers([]schema.GroupVersionKind) bool                              { return true }
+func (watchingAll) Ensure(context.Context, client.ObjectKey, []schema.GroupVersionKind, time.Time) error {
+	return nil
+}
+func (watchingAll) Release(client.ObjectKey)              {}
+func (watchingAll) Covers([]schema.GroupVersionKind) bool { return true }
 
 func TestASyncThatDidNotMoveTheStatusInventoryDoesNotRewriteItsStatus(t *testing.T) {
 	h := newHarness(t)

@@ -5,7 +5,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -18,7 +17,7 @@ import (
 // status updates do not trigger a sync. Each event read from wake, when
 // it is not nil, reconciles its Sync at once: those whose paths changed
 // first (see wakeSource).
-func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, wake <-chan event.TypedGenericEvent[*v1alpha1.Sync]) error {
+func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, wake <-chan WakeUp) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Sync{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, requestedAtChanged, holdChanged))).
 		Watches(&v1alpha1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.dependents))

@@ -10,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -26,9 +25,23 @@ import (
 // revision follow.
 const changedPriority = 10
 
+// WakeUp is one Sync woken by a notice (Options.Wake).
+type WakeUp struct {
+	// Sync is the woken Sync, as the waker read it.
+	Sync *v1alpha1.Sync
+	// Notice is when the notice arrived: the Sync is synced at what its
+	// ref points to after that, and any ls-remote of that ref started
+	// after it answers for every Sync the notice woke, however apart
+	// their wake-ups reach the controller. Zero is when the controller
+	// reads the wake-up.
+	Notice time.Time
+}
+
 // wakeGap is how long a batch of wake-ups waits for more: a push notice
 // hands its Syncs over one by one, and the batch resolves each
-// repository's ref once for all of them.
+// repository's ref once for all of them. A notice whose wake-ups come in
+// two batches still costs one ls-remote: the second batch takes the
+// answer of the first's, which started after the notice (WakeUp.Notice).
 const (
 	wakeGap      = 20 * time.Millisecond
 	wakeMaxBatch = time.Second
@@ -43,13 +56,13 @@ const (
 // the sender: events are read at once and ordered in the background.
 type wakeSource struct {
 	r    *SyncReconciler
-	wake <-chan event.TypedGenericEvent[*v1alpha1.Sync]
+	wake <-chan WakeUp
 }
 
 func (w *wakeSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	var (
 		mu      sync.Mutex
-		pending []*v1alpha1.Sync
+		pending []WakeUp
 		ready   = make(chan struct{}, 1)
 	)
 	go func() {
@@ -61,11 +74,14 @@ func (w *wakeSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInt
 				if !open {
 					return
 				}
-				if e.Object == nil {
+				if e.Sync == nil {
 					continue
 				}
+				if e.Notice.IsZero() {
+					e.Notice = time.Now()
+				}
 				mu.Lock()
-				pending = append(pending, e.Object)
+				pending = append(pending, e)
 				mu.Unlock()
 				select {
 				case ready <- struct{}{}:
@@ -101,7 +117,11 @@ func (w *wakeSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInt
 			batch := pending
 			pending = nil
 			mu.Unlock()
-			enqueueWoken(q, batch, w.r.wakePriorities(ctx, batch))
+			syncs := make([]*v1alpha1.Sync, len(batch))
+			for i, e := range batch {
+				syncs[i] = e.Sync
+			}
+			enqueueWoken(q, syncs, w.r.wakePriorities(ctx, batch))
 		}
 	}()
 	return nil
@@ -131,10 +151,12 @@ func enqueueWoken(q workqueue.TypedRateLimitingInterface[reconcile.Request], syn
 // to now, or when that cannot be told (no render of its paths to compare
 // with, a render that read more than its paths, an error); 0 when the
 // sync will only record the new revision. Each repository and ref is
-// resolved once, and fetched once, for the whole batch; the syncs that
-// follow find the revision in the mirror. Priorities only order the
-// queue: every woken Sync is synced.
-func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.Sync) []int {
+// resolved once, and fetched once, for the whole batch, by an ls-remote
+// that started after the latest notice among the batch's Syncs of it (one
+// that an earlier batch started will do); the syncs that follow find the
+// revision in the mirror. Priorities only order the queue: every woken
+// Sync is synced.
+func (r *SyncReconciler) wakePriorities(ctx context.Context, batch []WakeUp) []int {
 	ctx, cancel := context.WithTimeout(ctx, wakeOrderTimeout)
 	defer cancel()
 	type resolved struct {
@@ -143,17 +165,21 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.S
 		err      error
 	}
 	sources := map[string]*resolved{}
-	priorities := make([]int, len(syncs))
-	for i, s := range syncs {
+	priorities := make([]int, len(batch))
+	// Each Sync's source, "" when nothing is asked of it, and the latest
+	// notice of each source.
+	ids := make([]string, len(batch))
+	whos := make([]identity, len(batch))
+	since := map[string]time.Time{}
+	for i, e := range batch {
 		priorities[i] = changedPriority
+		s := e.Sync
 		if checkSpec(s, r.Identities.tenancy()) != nil {
 			// Refused (a host --tenant-source-hosts does not allow, a
 			// file:// URL): its sync says why; nothing is asked of its
 			// source here either.
 			continue
 		}
-		key := client.ObjectKeyFromObject(s)
-		inputs, hasInputs := r.Store.Inputs(key, s.UID, s.Generation)
 		g, err := json.Marshal(s.Spec.Source)
 		if err != nil {
 			continue
@@ -165,12 +191,23 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, syncs []*v1alpha1.S
 		// Credentials and trusted keys are read from the Sync's
 		// namespace, as the Sync: the source is the namespace's, the
 		// identity's and the spec's.
-		id := s.Namespace + "\x00" + who.name + "\x00" + string(g)
+		ids[i], whos[i] = s.Namespace+"\x00"+who.name+"\x00"+string(g), who
+		if e.Notice.After(since[ids[i]]) {
+			since[ids[i]] = e.Notice
+		}
+	}
+	for i, e := range batch {
+		s, id := e.Sync, ids[i]
+		if id == "" {
+			continue
+		}
+		key := client.ObjectKeyFromObject(s)
+		inputs, hasInputs := r.Store.Inputs(key, s.UID, s.Generation)
 		res, seen := sources[id]
 		if !seen {
 			res = &resolved{}
-			if res.req, res.err = engine.SourceRequest(ctx, readerOf(r.Identities, r.Reader, s, who), s); res.err == nil {
-				res.revision, res.err = r.Mirror().Resolve(ctx, res.req)
+			if res.req, res.err = engine.SourceRequest(ctx, readerOf(r.Identities, r.Reader, s, whos[i]), s); res.err == nil {
+				res.revision, res.err = r.Mirror().ResolveSince(ctx, res.req, since[id])
 			}
 			sources[id] = res
 		}

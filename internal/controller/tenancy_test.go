@@ -233,7 +233,7 @@ func TestATenantSyncMayNotNameWhatIsNotItsOwn(t *testing.T) {
 			Identities: NewIdentities(Tenancy{AgentNamespace: agentNamespace, SourceHosts: sourceHosts(t, "github.com")}, c, env.Config, client.Options{Scheme: scheme})}
 		s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"},
 			Spec: v1alpha1.SyncSpec{ServiceAccountName: "deployer", Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: "https://127.0.0.1:1/team-a/apps.git"}}}}
-		r.wakePriorities(context.Background(), []*v1alpha1.Sync{s})
+		r.wakePriorities(context.Background(), []WakeUp{{Sync: s}})
 		if n := r.Mirror().Stats().Resolves; n != 0 {
 			t.Errorf("a woken Sync on a host --tenant-source-hosts refuses cost %d ls-remotes of it, want none", n)
 		}

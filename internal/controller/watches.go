@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -22,12 +23,25 @@ import (
 
 // Watches runs one metadata-only watch per kind that Syncs manage. The
 // manager's cache selects on the driftless.dev/sync label, so nothing
-// unmanaged is watched or cached, and only metadata is kept.
+// unmanaged is watched or cached, and only metadata is kept. A kind's
+// watch runs while some Sync holds objects of it (Ensure) and is stopped
+// when the last one lets go (its objects of that kind pruned, or the
+// Sync gone: Release).
 type Watches struct {
-	mu    sync.Mutex
+	// mu guards the fields below; the cache's informers are added and
+	// removed under it, and read (reader) under its read lock.
+	mu    sync.RWMutex
 	ctrl  controller.TypedController[drift.Request]
 	cache cache.Cache
 	kinds map[schema.GroupVersionKind]bool
+	// held is the kinds each Sync holds (the last Ensure of it), and
+	// holders how many Syncs hold each kind.
+	held    map[client.ObjectKey]map[schema.GroupVersionKind]bool
+	holders map[schema.GroupVersionKind]int
+	// started is closed once the drift controller has started: a source
+	// added before then is started by the controller itself, which would
+	// race with this package's wait for it.
+	started <-chan struct{}
 	// starting holds kinds whose watch is being started.
 	starting map[schema.GroupVersionKind]bool
 	// refused holds kinds whose watch did not list in time, and when the
@@ -36,8 +50,8 @@ type Watches struct {
 	// syncTimeout bounds the wait for a new watch's first list
 	// (watchSyncTimeout unless a test sets it).
 	syncTimeout time.Duration
-	// starts counts the watches started, for tests.
-	starts int
+	// starts counts the watches started, stops those stopped, for tests.
+	starts, stops int
 	// writes is what the agent's own writes returned: those are not
 	// drift, whatever field manager anyone else names.
 	writes *drift.Writes
@@ -49,9 +63,15 @@ type Watches struct {
 // remote returns watches of the same drift controller over c, the cache
 // of the remote cluster key.
 func (w *Watches) remote(c cache.Cache, key string) *Watches {
-	return &Watches{ctrl: w.ctrl, cache: c, kinds: map[schema.GroupVersionKind]bool{},
-		starting: map[schema.GroupVersionKind]bool{}, refused: map[schema.GroupVersionKind]refusal{},
-		syncTimeout: w.syncTimeout, writes: w.writes, cluster: key}
+	r := newWatches(w.ctrl, c, w.started, w.writes)
+	r.syncTimeout, r.cluster = w.syncTimeout, key
+	return r
+}
+
+func newWatches(ctrl controller.TypedController[drift.Request], c cache.Cache, started <-chan struct{}, writes *drift.Writes) *Watches {
+	return &Watches{ctrl: ctrl, cache: c, kinds: map[schema.GroupVersionKind]bool{},
+		held: map[client.ObjectKey]map[schema.GroupVersionKind]bool{}, holders: map[schema.GroupVersionKind]int{},
+		started: started, starting: map[schema.GroupVersionKind]bool{}, refused: map[schema.GroupVersionKind]refusal{}, writes: writes}
 }
 
 // requestFor is drift.RequestFor, naming the cluster of w.
@@ -88,8 +108,10 @@ func nextRefusal(before time.Duration) time.Duration {
 	return min(2*before, refusedMax)
 }
 
-// Ensure starts a watch for each kind not yet watched and waits (briefly)
-// until it has listed; since is when the caller's sync began, so that an
+// Ensure records that the Sync key holds objects of exactly the kinds
+// gvks, stops the watches of kinds no Sync holds any more, starts a
+// watch for each kind of gvks not yet watched and waits (briefly) until
+// it has listed; since is when the caller's sync began, so that an
 // object someone else wrote after that is checked as soon as it is listed.
 // The kinds are started and listed at the same time. A kind that cannot
 // be watched (RBAC, a broken conversion webhook, an aggregated API that
@@ -99,7 +121,10 @@ func nextRefusal(before time.Duration) time.Duration {
 // ends when ctx is cancelled (the agent stopping), not when its deadline
 // passes (a sync whose health wait used up its timeout still starts its
 // watches).
-func (w *Watches) Ensure(ctx context.Context, gvks []schema.GroupVersionKind, since time.Time) error {
+func (w *Watches) Ensure(ctx context.Context, key client.ObjectKey, gvks []schema.GroupVersionKind, since time.Time) error {
+	w.mu.Lock()
+	w.holdLocked(key, gvks)
+	w.mu.Unlock()
 	waitCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
@@ -135,6 +160,9 @@ func (w *Watches) Ensure(ctx context.Context, gvks []schema.GroupVersionKind, si
 			delete(w.starting, gvk)
 			next := time.Time{}
 			switch {
+			case err == nil && w.holders[gvk] == 0:
+				// Let go of while it started.
+				w.removeLocked(gvk)
 			case err == nil:
 				w.kinds[gvk] = true
 				delete(w.refused, gvk)
@@ -159,7 +187,94 @@ func (w *Watches) Ensure(ctx context.Context, gvks []schema.GroupVersionKind, si
 	return errors.Join(errs...)
 }
 
+// Release records that the Sync key holds nothing any more (it is gone,
+// or applies to another cluster) and stops the watches of kinds no Sync
+// holds now.
+func (w *Watches) Release(key client.ObjectKey) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.holdLocked(key, nil)
+}
+
+// holdLocked records that key holds the kinds gvks and stops the watches
+// of kinds no Sync holds any more; w.mu is held.
+func (w *Watches) holdLocked(key client.ObjectKey, gvks []schema.GroupVersionKind) {
+	now := make(map[schema.GroupVersionKind]bool, len(gvks))
+	for _, gvk := range gvks {
+		now[gvk] = true
+	}
+	before := w.held[key]
+	for gvk := range now {
+		if !before[gvk] {
+			w.holders[gvk]++
+		}
+	}
+	for gvk := range before {
+		if now[gvk] {
+			continue
+		}
+		if w.holders[gvk]--; w.holders[gvk] <= 0 {
+			delete(w.holders, gvk)
+			if w.kinds[gvk] {
+				w.removeLocked(gvk)
+			}
+			// A kind still starting is removed when its start ends.
+		}
+	}
+	if len(now) == 0 {
+		delete(w.held, key)
+	} else {
+		w.held[key] = now
+	}
+}
+
+// removeLocked stops the watch of gvk and drops its cached objects; w.mu
+// is held, so that no reader reads the kind meanwhile (a read of a kind
+// the cache has no informer for would start one).
+func (w *Watches) removeLocked(gvk schema.GroupVersionKind) {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	_ = w.cache.RemoveInformer(context.Background(), obj)
+	delete(w.kinds, gvk)
+	w.stops++
+}
+
+// reader returns what reads the metadata of watched objects from the
+// watches' cache: a kind not watched now is not read (it answers
+// errNotWatched) rather than started anew by the read.
+func (w *Watches) reader() client.Reader {
+	return watchedReader{w}
+}
+
+// errNotWatched is a read of a kind no drift watch runs for.
+var errNotWatched = errors.New("kind not watched")
+
+type watchedReader struct{ w *Watches }
+
+func (r watchedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.w.mu.RLock()
+	defer r.w.mu.RUnlock()
+	if !r.w.kinds[obj.GetObjectKind().GroupVersionKind()] {
+		return errNotWatched
+	}
+	return r.w.cache.Get(ctx, key, obj, opts...)
+}
+
+func (r watchedReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errNotWatched
+}
+
 func (w *Watches) start(ctx context.Context, gvk schema.GroupVersionKind, since time.Time) error {
+	if w.started != nil {
+		select {
+		case <-w.started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	src := source.TypedKind(w.cache, obj, w.handler(gvk, since))
@@ -186,8 +301,8 @@ func (w *Watches) start(ctx context.Context, gvk schema.GroupVersionKind, since 
 
 // Covers reports whether every kind of gvks is watched.
 func (w *Watches) Covers(gvks []schema.GroupVersionKind) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.mu.RLock()
+	defer w.mu.RUnlock()
 	for _, gvk := range gvks {
 		if !w.kinds[gvk] {
 			return false
@@ -243,6 +358,20 @@ func SetupDriftWithManager(mgr ctrl.Manager, r *DriftReconciler, concurrency int
 	if err != nil {
 		return nil, err
 	}
-	return &Watches{ctrl: c, cache: mgr.GetCache(), kinds: map[schema.GroupVersionKind]bool{},
-		starting: map[schema.GroupVersionKind]bool{}, refused: map[schema.GroupVersionKind]refusal{}, writes: r.Store.Writes()}, nil
+	started := make(chan struct{})
+	if err := c.Watch(startedSignal(started)); err != nil {
+		return nil, err
+	}
+	w := newWatches(c, mgr.GetCache(), started, r.Store.Writes())
+	r.Watches = w
+	return w, nil
+}
+
+// startedSignal is a source that adds nothing to the queue: the
+// controller starts it with its other sources, and it closes started.
+type startedSignal chan struct{}
+
+func (s startedSignal) Start(context.Context, queue) error {
+	close(s)
+	return nil
 }

@@ -20,11 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/controller"
 )
 
 // ReasonWebhookRejected is the reason of the Warning event on the webhook
@@ -50,9 +50,9 @@ type Options struct {
 	// Secrets reads the webhook Secret: an uncached reader, since the
 	// agent's cache holds no unlabelled Secret.
 	Secrets client.Reader
-	// Wake takes one event per woken Sync; the Sync controller reads it
-	// (controller.Options.Wake).
-	Wake chan<- event.TypedGenericEvent[*v1alpha1.Sync]
+	// Wake takes one wake-up per woken Sync, with when its notice
+	// arrived; the Sync controller reads it (controller.Options.Wake).
+	Wake chan<- controller.WakeUp
 	// Elected is closed once this replica leads (manager.Elected); until
 	// then requests get 503, since only the leader's controller reads
 	// Wake. Nil means elected.
@@ -196,6 +196,9 @@ type Reply struct {
 // the Syncs woken, or 503 if the queue could not take them, in which case
 // the delivery is forgotten so that a retry is not taken for a replay).
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	// The wall clock, not opts.Now: what git answered after it is
+	// compared with it.
+	arrived := time.Now()
 	now := r.opts.Now()
 	name, _ := strings.CutPrefix(req.URL.Path, "/hooks/")
 	name, namespace, tenant := strings.Cut(name, "/")
@@ -303,7 +306,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.answer(w, name, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	woken, err := r.wake(req.Context(), push, namespace)
+	woken, err := r.wake(req.Context(), push, namespace, arrived)
 	if err != nil {
 		forget()
 		r.log.Error(err, "could not wake Syncs", "provider", name, "refs", push.Refs)
@@ -319,9 +322,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // wake enqueues every Sync the push matches — of namespace only, unless
-// it is "" — and returns them as namespace/name. On error some may have
-// been enqueued; waking twice is harmless.
-func (r *Receiver) wake(ctx context.Context, p Push, namespace string) ([]string, error) {
+// it is "" — and returns them as namespace/name; notice is when the push
+// notice arrived. On error some may have been enqueued; waking twice is
+// harmless.
+func (r *Receiver) wake(ctx context.Context, p Push, namespace string, notice time.Time) ([]string, error) {
 	var list v1alpha1.SyncList
 	var opts []client.ListOption
 	if namespace != "" {
@@ -335,7 +339,7 @@ func (r *Receiver) wake(ctx context.Context, p Push, namespace string) ([]string
 	woken := []string{}
 	for _, s := range Match(list.Items, p) {
 		select {
-		case r.opts.Wake <- event.TypedGenericEvent[*v1alpha1.Sync]{Object: s}:
+		case r.opts.Wake <- controller.WakeUp{Sync: s, Notice: notice}:
 			woken = append(woken, s.Namespace+"/"+s.Name)
 		case <-ctx.Done():
 			return woken, fmt.Errorf("hand Sync %s/%s to the Sync controller: %w", s.Namespace, s.Name, ctx.Err())

@@ -24,9 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/controller"
 )
 
 const (
@@ -59,7 +59,7 @@ type fixture struct {
 	t      *testing.T
 	r      *Receiver
 	api    client.Client
-	wake   chan event.TypedGenericEvent[*v1alpha1.Sync]
+	wake   chan controller.WakeUp
 	events *recorder
 	now    time.Time
 }
@@ -85,7 +85,7 @@ func newFixture(t *testing.T, secret map[string]string, change ...func(*Options)
 		b = b.WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: agentNS, Name: secretName}, Data: data})
 	}
 	f := &fixture{
-		t: t, api: b.Build(), wake: make(chan event.TypedGenericEvent[*v1alpha1.Sync], 100), events: &recorder{},
+		t: t, api: b.Build(), wake: make(chan controller.WakeUp, 100), events: &recorder{},
 		now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
 	}
 	opts := Options{
@@ -145,7 +145,7 @@ func (f *fixture) woken() []string {
 	for {
 		select {
 		case e := <-f.wake:
-			out = append(out, e.Object.Namespace+"/"+e.Object.Name)
+			out = append(out, e.Sync.Namespace+"/"+e.Sync.Name)
 		default:
 			return out
 		}
@@ -612,7 +612,7 @@ func TestAReplicaThatDoesNotLeadAnswers503(t *testing.T) {
 
 func TestAWakeThatTheControllerDoesNotTakeIs503AndTheDeliveryCanBeRetried(t *testing.T) {
 	f := newFixture(t, map[string]string{GitHub: "s3cret"}, func(o *Options) {
-		o.Wake = make(chan event.TypedGenericEvent[*v1alpha1.Sync]) // nobody reads it
+		o.Wake = make(chan controller.WakeUp) // nobody reads it
 		o.Limits.WakeTimeout = 10 * time.Millisecond
 	})
 	req := signed(GitHub, "s3cret", readPayload(t, "github-push.json"), "d1")

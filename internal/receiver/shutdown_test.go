@@ -9,9 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/controller"
 )
 
 // listSignal tells when a request has got as far as listing Syncs.
@@ -35,7 +34,7 @@ func TestARequestUnderWayWhenTheAgentStopsIsAllowedToFinish(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	wake := make(chan event.TypedGenericEvent[*v1alpha1.Sync]) // taken by hand below
+	wake := make(chan controller.WakeUp) // taken by hand below
 	listed := make(chan struct{}, 1)
 	f := newFixture(t, map[string]string{GitHub: "s3cret"}, func(o *Options) {
 		o.Addr, o.Wake = addr, wake

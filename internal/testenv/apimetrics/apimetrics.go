@@ -1,5 +1,6 @@
 // Package apimetrics reads how many requests an API server has served,
-// by verb and resource, from its /metrics (apiserver_request_total). The
+// by verb and resource, from its /metrics (apiserver_request_total), and
+// how many watches it holds open (apiserver_longrunning_requests). The
 // bench and the request-count budgets of tests read it before and after
 // what they measure. It sees every client of the server, not only one
 // process's, so a measure is exact only while nothing else asks for the
@@ -78,6 +79,19 @@ func OpenWatches(ctx context.Context, cs kubernetes.Interface) (map[string]int, 
 	})
 	if err == nil && !found {
 		err = errors.New("the API server's /metrics has no apiserver_longrunning_requests")
+	}
+	return out, err
+}
+
+// Watching reads how many watches of each resource the API server holds
+// open now (apiserver_longrunning_requests, verb WATCH), from every
+// client, the API server's own included, whatever their scope.
+func Watching(ctx context.Context, cs kubernetes.Interface) (map[string]int, error) {
+	open, err := OpenWatches(ctx, cs)
+	out := map[string]int{}
+	for key, n := range open {
+		resource, _, _ := strings.Cut(key, " ")
+		out[resource] += n
 	}
 	return out, err
 }
