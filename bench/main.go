@@ -61,6 +61,10 @@ type options struct {
 	agentMemoryOnly bool
 	// agentBinary is a driftless binary to measure instead of building one.
 	agentBinary string
+	// shardSyncs is the sharded fleet case's number of Syncs of 10
+	// objects, over shards agent processes; 0 skips it.
+	shardSyncs int
+	shards     int
 	// admissionWrites is how many writes the admission webhook case
 	// times with the webhook, and as many without; 0 skips it.
 	admissionWrites int
@@ -92,6 +96,8 @@ func main() {
 	fs.BoolVar(&o.agentMemoryOnly, "agent-memory-only", false, "run only the agent process's memory case, at the largest of -sizes and with -syncs Syncs")
 	fs.StringVar(&o.agentBinary, "agent-binary", "", "the driftless binary the agent process case runs; empty builds ./cmd/driftless from this checkout")
 	fs.IntVar(&o.admissionWrites, "admission-writes", 400, "writes of a managed object timed with the admission webhook (--admission-warnings) registered, and as many without, in alternating rounds; 0 skips the case")
+	fs.IntVar(&o.shardSyncs, "shard-syncs", -1, "Syncs of 10 objects, all reading one repository, spread over -shards agent processes (agent --shard) in the sharded fleet case; 0 skips it; -1: 10,000 with -full, else 0")
+	fs.IntVar(&o.shards, "shards", 4, "agent processes (shards) of the sharded fleet case")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
 	chart := fs.String("chart", "", "only render the SVG chart of this results JSON next to it, and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
@@ -119,6 +125,9 @@ func main() {
 	}
 	if err == nil {
 		o.concurrencies, err = ints(concurrencies)
+	}
+	if o.shardSyncs < 0 {
+		o.shardSyncs = map[bool]int{true: 10000, false: 0}[o.full]
 	}
 	if o.changeRepeats <= 0 {
 		o.changeRepeats = o.repeats
@@ -197,6 +206,8 @@ type results struct {
 	// of its own, at each shape run.
 	AgentMemory []agentMemory `json:"agent_memory,omitempty"`
 	Overlays    *overlays     `json:"overlays,omitempty"`
+	// Shards is the sharded fleet: Syncs over several agent processes.
+	Shards *shardsRun `json:"shards,omitempty"`
 	// Admission is the admission webhook's cost to a write.
 	Admission *admissionCost `json:"admission,omitempty"`
 	Summary   string         `json:"summary"`
@@ -223,7 +234,7 @@ func run(ctx context.Context, o options) error {
 	res.Commit, res.Dirty = commit()
 	bin := o.agentBinary
 	o.agentMemory = o.agentMemory || o.agentMemoryOnly
-	if o.agentMemory && bin == "" && (len(o.sizes) > 0 || o.syncs > 0) {
+	if (o.agentMemory || o.shardSyncs > 0) && bin == "" && (len(o.sizes) > 0 || o.syncs > 0 || o.shardSyncs > 0) {
 		dir, err := os.MkdirTemp("", "driftless-bench-bin-")
 		if err != nil {
 			return err
@@ -268,6 +279,14 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("admission webhook: %w", err)
 		}
 		res.Admission = a
+	}
+	if o.shardSyncs > 0 && o.shards > 0 && !o.agentMemoryOnly {
+		fmt.Fprintf(os.Stderr, "== %d Syncs over %d shards\n", o.shardSyncs, o.shards)
+		sh, err := runShards(ctx, o, bin, o.shardSyncs, o.shards)
+		if err != nil {
+			return fmt.Errorf("%d Syncs over %d shards: %w", o.shardSyncs, o.shards, err)
+		}
+		res.Shards = sh
 	}
 	if o.agentMemory && bin != "" {
 		if err := runAgentMemories(ctx, o, bin, res); err != nil {

@@ -163,6 +163,7 @@ func (a *Agent) Setup() error {
 	if err != nil {
 		return err
 	}
+	exportFetches(a.syncs.Mirror())
 	imageOpts := imagecontroller.DefaultOptions()
 	imageOpts.CacheDir = o.CacheDir
 	imageOpts.Mirror = a.syncs.Mirror()
