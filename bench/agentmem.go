@@ -223,8 +223,8 @@ func loopbackAddr() (string, error) {
 
 // startAgentProcess starts bin as `driftless agent` with the control
 // plane's admin kubeconfig, its metrics on a loopback port, its cache and
-// log under dir.
-func startAgentProcess(bin string, env *testenv.Env, dir string) (*agentProcess, error) {
+// log under dir, and the flags extra.
+func startAgentProcess(bin string, env *testenv.Env, dir string, extra ...string) (*agentProcess, error) {
 	addr, err := loopbackAddr()
 	if err != nil {
 		return nil, err
@@ -242,6 +242,7 @@ func startAgentProcess(bin string, env *testenv.Env, dir string) (*agentProcess,
 		"--metrics-bind-address", addr,
 		"--health-probe-bind-address", "0",
 		"--cache-dir", filepath.Join(dir, "agent-cache"))
+	p.cmd.Args = append(p.cmd.Args, extra...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := testenv.StartTied(p.cmd); err != nil {
 		return nil, err

@@ -65,6 +65,10 @@ type options struct {
 	// Secrets, over remotePlanes control planes, of remoteSyncs Syncs
 	// each; 0 skips it.
 	remoteClusters, remotePlanes, remoteSyncs int
+	// shardSyncs is the sharded fleet case's number of Syncs of 10
+	// objects, over shards agent processes; 0 skips it.
+	shardSyncs int
+	shards     int
 	// admissionWrites is how many writes the admission webhook case
 	// times with the webhook, and as many without; 0 skips it.
 	admissionWrites int
@@ -99,6 +103,8 @@ func main() {
 	fs.IntVar(&o.remoteClusters, "remote-clusters", -1, "remote clusters (spec.kubeConfig Secrets, each with a token of its own) one agent drives, after as many Syncs of its own cluster as the baseline; -1: 10 with -full, else none")
 	fs.IntVar(&o.remotePlanes, "remote-planes", 2, "real control planes that serve the -remote-clusters kubeconfigs, round robin")
 	fs.IntVar(&o.remoteSyncs, "remote-syncs", 100, "Syncs of one app (4 objects) per remote cluster, and in the baseline")
+	fs.IntVar(&o.shardSyncs, "shard-syncs", -1, "Syncs of 10 objects, all reading one repository, spread over -shards agent processes (agent --shard) in the sharded fleet case; 0 skips it; -1: 10,000 with -full, else 0")
+	fs.IntVar(&o.shards, "shards", 4, "agent processes (shards) of the sharded fleet case")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
 	chart := fs.String("chart", "", "only render the SVG chart of this results JSON next to it, and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
@@ -129,6 +135,9 @@ func main() {
 	}
 	if o.remoteClusters < 0 {
 		o.remoteClusters = map[bool]int{true: 10, false: 0}[o.full]
+	}
+	if o.shardSyncs < 0 {
+		o.shardSyncs = map[bool]int{true: 10000, false: 0}[o.full]
 	}
 	if o.changeRepeats <= 0 {
 		o.changeRepeats = o.repeats
@@ -209,6 +218,8 @@ type results struct {
 	Overlays    *overlays     `json:"overlays,omitempty"`
 	// Remote is one agent driving several remote clusters.
 	Remote *remoteFleet `json:"remote_clusters,omitempty"`
+	// Shards is the sharded fleet: Syncs over several agent processes.
+	Shards *shardsRun `json:"shards,omitempty"`
 	// Admission is the admission webhook's cost to a write.
 	Admission *admissionCost `json:"admission,omitempty"`
 	Summary   string         `json:"summary"`
@@ -235,7 +246,7 @@ func run(ctx context.Context, o options) error {
 	res.Commit, res.Dirty = commit()
 	bin := o.agentBinary
 	o.agentMemory = o.agentMemory || o.agentMemoryOnly
-	if o.agentMemory && bin == "" && (len(o.sizes) > 0 || o.syncs > 0) {
+	if (o.agentMemory || o.shardSyncs > 0) && bin == "" && (len(o.sizes) > 0 || o.syncs > 0 || o.shardSyncs > 0) {
 		dir, err := os.MkdirTemp("", "driftless-bench-bin-")
 		if err != nil {
 			return err
@@ -288,6 +299,14 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("admission webhook: %w", err)
 		}
 		res.Admission = a
+	}
+	if o.shardSyncs > 0 && o.shards > 0 && !o.agentMemoryOnly {
+		fmt.Fprintf(os.Stderr, "== %d Syncs over %d shards\n", o.shardSyncs, o.shards)
+		sh, err := runShards(ctx, o, bin, o.shardSyncs, o.shards)
+		if err != nil {
+			return fmt.Errorf("%d Syncs over %d shards: %w", o.shardSyncs, o.shards, err)
+		}
+		res.Shards = sh
 	}
 	if o.agentMemory && bin != "" {
 		if err := runAgentMemories(ctx, o, bin, res); err != nil {

@@ -132,8 +132,9 @@ func printReport(out io.Writer, res *results) {
 // steady-state writes and restart from the 1,000-object size (else the
 // largest), the fleet case, the revert p99 of a size of 10,000 objects or
 // more, and the peak RSS of the agent process on one Sync of 10,000
-// objects or more (measured, not the harness's process); n/a where the
-// run did not cover it.
+// objects or more (measured, not the harness's process), and the sharded
+// fleet of 10,000 Syncs or more (time to all Ready, the agents' peak RSS
+// added up); n/a where the run did not cover it.
 func summary(res *results) string {
 	fleet := "n/a"
 	if res.Fleet != nil {
@@ -143,8 +144,13 @@ func summary(res *results) string {
 	if m, ok := agentMemoryAt(res, 10000); ok {
 		rss = fmt.Sprintf("%.0fMiB", m.PeakMiB)
 	}
+	shards, shardsRSS := "n/a", "n/a"
+	if sh := res.Shards; sh != nil && sh.Syncs >= 10000 {
+		shards, shardsRSS = fmt.Sprintf("%.0fs", sh.AllReady), fmt.Sprintf("%.0fMiB", sh.PeakMiB)
+	}
 	if len(res.Sizes) == 0 {
-		return fmt.Sprintf("summary: first-sync/floor=n/a first-sync/validated=n/a revert-p50=n/a steady-writes=n/a syncs-1000=%s rss-10k=%s revert-p99-10k=n/a restart/list=n/a", fleet, rss)
+		return fmt.Sprintf("summary: first-sync/floor=n/a first-sync/validated=n/a revert-p50=n/a steady-writes=n/a syncs-1000=%s rss-10k=%s revert-p99-10k=n/a restart/list=n/a shards-10k=%s shards-rss=%s",
+			fleet, rss, shards, shardsRSS)
 	}
 	s := res.Sizes[len(res.Sizes)-1]
 	for _, c := range res.Sizes {
@@ -167,8 +173,8 @@ func summary(res *results) string {
 	if s.Restart != nil {
 		restart = fmt.Sprintf("%.1f", s.Restart.Ratio)
 	}
-	return fmt.Sprintf("summary: first-sync/floor=%s first-sync/validated=%s revert-p50=%.0fms steady-writes=%d syncs-1000=%s rss-10k=%s revert-p99-10k=%s restart/list=%s",
-		ratio, validated, s.Drift.Latency.P50, s.Steady.Driftless.Writes, fleet, rss, p99, restart)
+	return fmt.Sprintf("summary: first-sync/floor=%s first-sync/validated=%s revert-p50=%.0fms steady-writes=%d syncs-1000=%s rss-10k=%s revert-p99-10k=%s restart/list=%s shards-10k=%s shards-rss=%s",
+		ratio, validated, s.Drift.Latency.P50, s.Steady.Driftless.Writes, fleet, rss, p99, restart, shards, shardsRSS)
 }
 
 // agentMemoryAt returns the agent process's memory on one Sync of

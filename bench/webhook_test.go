@@ -10,9 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/controller"
 	"github.com/driftless/driftless/internal/receiver"
 )
 
@@ -37,7 +36,7 @@ func TestThePushNoticeWakesTheBenchSyncOnlyWhenSignedWithTheWebhookSecret(t *tes
 				Data:       map[string][]byte{receiver.GitHub: []byte("s3cret")},
 			}
 			api := fake.NewClientBuilder().WithScheme(scheme).WithObjects(sync, secret).Build()
-			wake := make(chan event.TypedGenericEvent[*v1alpha1.Sync], 1)
+			wake := make(chan controller.WakeUp, 1)
 			hooks, err := receiver.New(receiver.Options{
 				Addr:    "127.0.0.1:0",
 				Secret:  types.NamespacedName{Namespace: syncNamespace, Name: webhookSecretName},
@@ -57,7 +56,7 @@ func TestThePushNoticeWakesTheBenchSyncOnlyWhenSignedWithTheWebhookSecret(t *tes
 			var woken []string
 			select {
 			case e := <-wake:
-				woken = append(woken, e.Object.Namespace+"/"+e.Object.Name)
+				woken = append(woken, e.Sync.Namespace+"/"+e.Sync.Name)
 			default:
 			}
 			if tt.wantErr == "" {

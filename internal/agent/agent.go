@@ -121,15 +121,16 @@ func (a *Agent) Setup() error {
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
-		LeaderElectionID:              "driftless-agent",
+		LeaderElectionID:              checked.shard.LeaseName(),
 		LeaderElectionNamespace:       o.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &o.LeaseDuration,
 		RenewDeadline:                 &o.RenewDeadline,
 		RetryPeriod:                   &o.RetryPeriod,
 		// Syncs, ImagePolicies, and the metadata of managed objects (by
-		// label) for drift watches: nothing unmanaged is cached.
-		Cache: imagecontroller.CacheOptions(controller.CacheOptions()),
+		// label) for drift watches, of the agent's shard: nothing
+		// unmanaged is cached.
+		Cache: imagecontroller.CacheOptions(controller.ShardCacheOptions(checked.shard), checked.shard.SyncSelector()),
 	})
 	if err != nil {
 		return fmt.Errorf("create controller manager: %w", err)
@@ -161,6 +162,7 @@ func (a *Agent) Setup() error {
 	if err != nil {
 		return err
 	}
+	exportFetches(a.syncs.Mirror())
 	imageOpts := imagecontroller.DefaultOptions()
 	imageOpts.CacheDir = o.CacheDir
 	imageOpts.Mirror = a.syncs.Mirror()
@@ -245,7 +247,7 @@ func (a *Agent) Serve(ctx context.Context) error {
 		}
 	}
 	ctrl.Log.Info("driftless agent starting", "version", o.Version, "apiServer", a.mgr.GetConfig().Host, "namespace", o.Namespace,
-		"leaderElection", o.LeaderElect, "leaseDuration", o.LeaseDuration, "dryRun", o.DryRun, "goMemoryLimitFromContainer", a.memLimit)
+		"shard", a.checked.shard.String(), "leaderElection", o.LeaderElect, "lease", a.checked.shard.LeaseName(), "leaseDuration", o.LeaseDuration, "dryRun", o.DryRun, "goMemoryLimitFromContainer", a.memLimit)
 	return a.mgr.Start(ctx)
 }
 

@@ -90,6 +90,10 @@ func rootSync(o Options) *v1alpha1.Sync {
 		}
 	}
 	s.Spec.Wait = o.SyncWait
+	if o.Shard != nil && *o.Shard != "" {
+		// Served by the agent that created it.
+		s.Labels = map[string]string{v1alpha1.ShardLabel: *o.Shard}
+	}
 	if o.GitSecret != "" {
 		s.Spec.Source.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: o.GitSecret}
 	}

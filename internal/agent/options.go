@@ -47,8 +47,15 @@ type Options struct {
 	SyncServiceAccount       string
 	InsecureSkipHostKeyCheck bool
 
+	// Shard, when set, makes the agent serve only the Syncs (and
+	// ImagePolicies) labelled driftless.dev/shard with its value, or,
+	// for "", those without that label; nil serves every Sync
+	// (docs/sharding.md).
+	Shard *string
+
 	// LeaderElect elects a leader among replicas through a Lease in
-	// Namespace, with these timings (each shorter than the next:
+	// Namespace (one per shard: controller.Shard.LeaseName), with these
+	// timings (each shorter than the next:
 	// RetryPeriod < RenewDeadline < LeaseDuration).
 	LeaderElect   bool
 	LeaseDuration time.Duration
@@ -155,6 +162,7 @@ type checked struct {
 	ageKey         client.ObjectKey
 	notifications  notify.Config
 	trustedProxies []netip.Prefix
+	shard          *controller.Shard
 }
 
 // Check reports the first option that is not valid, saying what to
@@ -178,6 +186,12 @@ func (o Options) check() (checked, error) {
 			return r, fmt.Errorf("--webhook-trusted-proxies %q: write CIDRs such as 10.0.0.0/8,fd00::/8: %w", p, err)
 		}
 		r.trustedProxies = append(r.trustedProxies, prefix)
+	}
+	if o.Shard != nil {
+		if err := controller.CheckShardName(*o.Shard); err != nil {
+			return r, fmt.Errorf("--shard: %w", err)
+		}
+		r.shard = &controller.Shard{Name: *o.Shard}
 	}
 	if o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline || o.RenewDeadline >= o.LeaseDuration {
 		return r, fmt.Errorf("leader election: --leader-elect-retry-period %s, --leader-elect-renew-deadline %s, --leader-elect-lease-duration %s: each must be shorter than the next",

@@ -32,7 +32,7 @@ func runAgent(ctx context.Context, o agent.Options) error {
 func agentCommand(run func(context.Context, agent.Options) error) *cobra.Command {
 	d := agent.DefaultOptions()
 	o := &d
-	var kubeconfig string
+	var kubeconfig, shard string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the driftless controller: keep the cluster equal to git",
@@ -52,9 +52,22 @@ image and command changed:
     --sync-interval=1m --git-secret=flux-git-deploy
 
 The git Secret holds "identity" (the SSH deploy key) and "known_hosts" for
-SSH, or "username" and "password"/"token" for HTTPS.`,
+SSH, or "username" and "password"/"token" for HTTPS.
+
+With --shard the agent serves a share of the Syncs, chosen by their
+driftless.dev/shard label (docs/sharding.md):
+
+  (no --shard)       every Sync, whatever its label (one agent per cluster)
+  --shard=shard-1    only the Syncs labelled driftless.dev/shard=shard-1
+  --shard=''         only the Syncs without a driftless.dev/shard label
+
+Run exactly one of these sets: either one agent without --shard, or one
+agent with --shard='' plus one per shard name in use.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("shard") {
+				o.Shard = &shard
+			}
 			opts, err := agentOptions(*o, kubeconfig, cmd.Flags().Changed("leader-elect"), cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -75,6 +88,7 @@ SSH, or "username" and "password"/"token" for HTTPS.`,
 	f.DurationVar(&o.SyncInterval, "sync-interval", d.SyncInterval, "interval of the root Sync")
 	f.StringVar(&o.SyncServiceAccount, "sync-service-account", "", "ServiceAccount in the agent's namespace the root Sync acts as (its spec.serviceAccountName); empty: the agent's own identity")
 	f.BoolVar(&o.InsecureSkipHostKeyCheck, "git-insecure-skip-host-key-check", false, "accept any SSH host key for the root Sync (not recommended)")
+	f.StringVar(&shard, "shard", "", "serve only the Syncs (and ImagePolicies) labelled driftless.dev/shard=`NAME`; --shard='' serves only those without that label; without --shard, every Sync, whatever its label (docs/sharding.md). Each shard elects its own leader (Lease driftless-agent-shard-NAME, driftless-agent-unlabelled for '', driftless-agent without --shard)")
 	f.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader among agent replicas; on by default when running in a cluster (set --leader-elect=false to turn it off there), off elsewhere")
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", d.LeaseDuration, "how long a standby waits, after the leader last renewed the Lease, before it takes over: a killed leader's Syncs and drift reverts stop for about this long")
 	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", d.RenewDeadline, "how long the leader keeps trying to renew the Lease before it gives up leading (and exits); less than --leader-elect-lease-duration")

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config"
 	"github.com/driftless/driftless/config/crd"
 	"github.com/driftless/driftless/internal/source"
@@ -33,6 +34,8 @@ const (
 	installDeployment = "driftless"
 	deployKeySecret   = "driftless-git-deploy"
 	installManager    = "driftless-install"
+	// maxInstallShards bounds install --shards.
+	maxInstallShards = 64
 )
 
 // installOptions are the flags of `driftless install`.
@@ -48,6 +51,10 @@ type installOptions struct {
 	export       bool
 	wait         bool
 	timeout      time.Duration
+	// shards, when above 0, adds that many Deployments, each serving the
+	// Syncs of one shard; the agent's Deployment then serves the Syncs
+	// without a shard label.
+	shards int
 }
 
 func newInstallCommand() *cobra.Command {
@@ -82,6 +89,9 @@ once without --export to create it, or create it with kubectl.`,
 		Example: `  driftless install --git-url=ssh://git@github.com/org/fleet.git \
     --git-branch=main --git-path=clusters/prod,apps --sync-interval=1m
 
+  # the agent and three shards: label a Sync driftless.dev/shard=shard-2 to move it
+  driftless install --git-url=ssh://git@github.com/org/fleet.git --shards=3
+
   # the same manifests, for a repository of their own
   driftless install --git-url=ssh://git@github.com/org/fleet.git --export > driftless.yaml`,
 		Args: cobra.NoArgs,
@@ -100,6 +110,7 @@ once without --export to create it, or create it with kubectl.`,
 	f.BoolVar(&o.export, "export", false, "print the manifests as YAML instead of applying them (without the deploy key Secret)")
 	f.BoolVar(&o.wait, "wait", true, "wait until the agent's Deployment is available")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the agent's Deployment")
+	f.IntVar(&o.shards, "shards", 0, "also run N shard Deployments, driftless-shard-1 to driftless-shard-N, each serving the Syncs labelled driftless.dev/shard=shard-1 … shard-N (agent --shard); the agent's Deployment driftless then serves the Syncs without that label, the root Sync among them (docs/sharding.md); 0: one agent serves every Sync")
 	o.cluster.add(cmd)
 	return cmd
 }
@@ -145,15 +156,56 @@ func installObjects(o *installOptions) ([]*unstructured.Unstructured, error) {
 	}
 	objs = append(objs, rbac...)
 	objs = append(objs, rest...)
+	var shards []*unstructured.Unstructured
 	for _, obj := range objs {
 		inNamespace(obj, o.namespace)
 		if obj.GetKind() == "Deployment" && obj.GetName() == installDeployment {
 			if err := configureAgent(obj, o); err != nil {
 				return nil, err
 			}
+			for i := 1; i <= o.shards; i++ {
+				shards = append(shards, shardDeployment(obj, i))
+			}
 		}
 	}
-	return objs, nil
+	return append(objs, shards...), nil
+}
+
+// Labels of the shard Deployments (install --shards) and their pods.
+const (
+	shardComponentLabel = "app.kubernetes.io/component"
+	shardComponent      = "shard"
+	shardPodName        = "driftless-shard"
+)
+
+// shardName is the name of the i-th shard of install --shards.
+func shardName(i int) string { return fmt.Sprintf("shard-%d", i) }
+
+// shardDeployment is the Deployment of the i-th shard: a copy of the
+// agent's, named driftless-shard-<i>, running agent --shard=shard-<i>
+// with the agent's flags but those of the root Sync, whose pods the
+// agent's Deployment and Services do not select.
+func shardDeployment(agent *unstructured.Unstructured, i int) *unstructured.Unstructured {
+	d := agent.DeepCopy()
+	name := installDeployment + "-" + shardName(i)
+	d.SetName(name)
+	d.SetLabels(map[string]string{"app.kubernetes.io/name": shardPodName, shardComponentLabel: shardComponent, v1alpha1.ShardLabel: shardName(i)})
+	pods := map[string]any{"app.kubernetes.io/name": shardPodName, "app.kubernetes.io/instance": name}
+	_ = unstructured.SetNestedMap(d.Object, pods, "spec", "selector", "matchLabels")
+	_ = unstructured.SetNestedMap(d.Object, pods, "spec", "template", "metadata", "labels")
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		m, ok := c.(map[string]any)
+		if !ok || m["name"] != "agent" {
+			continue
+		}
+		args, _, _ := unstructured.NestedStringSlice(m, "args")
+		shardArgs := append([]string{"agent", "--shard=" + shardName(i)},
+			manifestFlagsBut(args, "git-url", "git-branch", "git-path", "sync-interval", "git-secret", "sync-service-account", "sync-wait", "shard")...)
+		_ = unstructured.SetNestedStringSlice(m, shardArgs, "args")
+	}
+	_ = unstructured.SetNestedSlice(d.Object, containers, "spec", "template", "spec", "containers")
+	return d
 }
 
 // inNamespace moves an object of the manifests from driftless-system to ns.
@@ -191,6 +243,10 @@ func configureAgent(obj *unstructured.Unstructured, o *installOptions) error {
 	if isSSH(o.gitURL) {
 		args = append(args, "--git-secret="+deployKeySecret)
 	}
+	if o.shards > 0 {
+		// The shards serve the labelled Syncs; this agent the others.
+		args = append(args, "--shard=")
+	}
 	for i := range d.Spec.Template.Spec.Containers {
 		c := &d.Spec.Template.Spec.Containers[i]
 		if c.Name != "agent" {
@@ -199,7 +255,7 @@ func configureAgent(obj *unstructured.Unstructured, o *installOptions) error {
 		// The manifest's other flags stay, such as
 		// --sync-service-account=driftless-root: without it the root Sync
 		// would act as the agent itself, which may write nothing.
-		c.Args = append(args, manifestFlagsBut(c.Args, "git-url", "git-branch", "git-path", "sync-interval", "git-secret")...)
+		c.Args = append(args, manifestFlagsBut(c.Args, "git-url", "git-branch", "git-path", "sync-interval", "git-secret", "shard")...)
 		if o.image != "" {
 			c.Image = o.image
 		}
@@ -238,6 +294,9 @@ func runInstall(ctx context.Context, o *installOptions, out, errOut io.Writer) e
 	if o.gitURL == "" {
 		return &exitError{code: 2, err: errors.New("--git-url is required: the repository the agent syncs, such as ssh://git@github.com/org/fleet.git")}
 	}
+	if o.shards < 0 || o.shards > maxInstallShards {
+		return &exitError{code: 2, err: fmt.Errorf("--shards %d: give 0 (one agent for every Sync) up to %d", o.shards, maxInstallShards)}
+	}
 	if _, err := source.Protocol(o.gitURL); err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--git-url %s: %w", source.Redact(o.gitURL), err)}
 	}
@@ -268,8 +327,14 @@ func runInstall(ctx context.Context, o *installOptions, out, errOut io.Writer) e
 	}
 	fmt.Fprintf(errOut, "applied %d objects to the cluster at %s\n", len(objs), cl.host)
 	if o.wait {
-		if err := waitAvailable(ctx, cl.client, client.ObjectKey{Namespace: o.namespace, Name: installDeployment}, o.timeout, errOut); err != nil {
-			return err
+		for i := 0; i <= o.shards; i++ {
+			name := installDeployment
+			if i > 0 {
+				name += "-" + shardName(i)
+			}
+			if err := waitAvailable(ctx, cl.client, client.ObjectKey{Namespace: o.namespace, Name: name}, o.timeout, errOut); err != nil {
+				return err
+			}
 		}
 	}
 	fmt.Fprintf(out, "driftless is installed in namespace %s, syncing %s (%s).\n", o.namespace, source.Redact(o.gitURL), o.gitBranch)

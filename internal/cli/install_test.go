@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,23 +34,8 @@ func TestInstallExportIsValidAndRunsTheAgentWithItsRealFlags(t *testing.T) {
 	ns := env.Namespace(t)
 	r := runCLI(t, "install", "--export", "--namespace", ns, "--git-url", "ssh://git@github.com/org/fleet.git",
 		"--git-branch", "main", "--git-path", "a,b", "--sync-interval", "1m").expect(t, 0)
-	file := filepath.Join(t.TempDir(), "driftless.yaml")
-	if err := os.WriteFile(file, []byte(r.out), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, stderr, err := kubectl(t, nil, "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", file); err != nil {
-		t.Fatalf("the API server refuses the exported YAML: %v\n%s", err, stderr)
-	}
-
 	var deployment *appsv1.Deployment
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(r.out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	for _, u := range exportedObjects(t, r.out) {
 		if u.GetKind() == "Secret" {
 			t.Errorf("--export prints Secret %s", u.GetName())
 		}
@@ -138,5 +127,79 @@ func TestInstallRefusesAGitHostWhoseKeyCannotBeFetched(t *testing.T) {
 		if !strings.Contains(r.errOut, want) {
 			t.Errorf("error lacks %q: %s", want, r.errOut)
 		}
+	}
+}
+
+// install --shards 2 exports the agent's Deployment, now serving the Syncs
+// without a shard label, and one Deployment per shard, each running
+// agent --shard=shard-N; the API server accepts them, their pods are
+// selected by their own Deployment only, and each one's flags become the
+// agent options of its shard.
+func TestInstallShardsExportsADeploymentPerShard(t *testing.T) {
+	diffClusterClient(t) // the Sync CRD
+	ns := env.Namespace(t)
+	r := runCLI(t, "install", "--export", "--namespace", ns, "--git-url", "ssh://git@github.com/org/fleet.git", "--shards", "2").expect(t, 0)
+	deployments := map[string]*appsv1.Deployment{}
+	for _, u := range exportedObjects(t, r.out) {
+		if u.GetKind() == "Deployment" {
+			d := &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d); err != nil {
+				t.Fatal(err)
+			}
+			deployments[d.Name] = d
+		}
+	}
+	want := map[string]string{"driftless": "", "driftless-shard-1": "shard-1", "driftless-shard-2": "shard-2"}
+	if len(deployments) != len(want) {
+		t.Fatalf("Deployments %v, want %v", slices.Sorted(maps.Keys(deployments)), slices.Sorted(maps.Keys(want)))
+	}
+	for name, shard := range want {
+		d := deployments[name]
+		if d == nil {
+			t.Errorf("no Deployment %s", name)
+			continue
+		}
+		args := d.Spec.Template.Spec.Containers[0].Args
+		o := agentFlags(t, io.Discard, append(args[1:], "--kubeconfig", env.ControlPlane.KubeconfigPath())...)
+		if o.Shard == nil || *o.Shard != shard {
+			t.Errorf("Deployment %s runs %q: shard %v, want %q", name, args, o.Shard, shard)
+		}
+		if hasGitURL := o.GitURL != ""; hasGitURL != (shard == "") {
+			t.Errorf("Deployment %s runs %q: only the agent of the unlabelled Syncs makes the root Sync", name, args)
+		}
+		for other, od := range deployments {
+			sel, err := metav1.LabelSelectorAsSelector(od.Spec.Selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if other != name && sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				t.Errorf("Deployment %s selects the pods of %s", other, name)
+			}
+		}
+	}
+}
+
+// exportedObjects checks that the API server accepts the YAML install
+// --export printed (a server-side dry-run apply with kubectl) and returns
+// its objects.
+func exportedObjects(t *testing.T, yaml string) []*unstructured.Unstructured {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "driftless.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := kubectl(t, nil, "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", file); err != nil {
+		t.Fatalf("the API server refuses the exported YAML: %v\n%s", err, stderr)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(yaml), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			return objs
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, u)
 	}
 }

@@ -63,7 +63,7 @@ func maskMetadata(md, old any, compare bool) {
 		entries, _ := m[field].(map[string]any)
 		olds, _ := o[field].(map[string]any)
 		for k, v := range entries {
-			if k == v1alpha1.SyncLabel || k == v1alpha1.OriginAnnotation {
+			if k == v1alpha1.SyncLabel || k == v1alpha1.SyncShardLabel || k == v1alpha1.OriginAnnotation {
 				continue
 			}
 			entries[k] = maskAgainst(v, olds[k], compare)

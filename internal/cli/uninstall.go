@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -106,13 +107,20 @@ func runUninstall(ctx context.Context, o *uninstallOptions, in io.Reader, out, e
 			rest = append(rest, obj)
 		}
 	}
+	// The shard Deployments of install --shards.
+	if err := c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(o.namespace), client.MatchingLabels{shardComponentLabel: shardComponent},
+		client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove the shard Deployments from the cluster at %s: %w", cl.host, err)
+	}
 	fmt.Fprintf(errOut, "waiting up to %s for the agent's pods in %s to be gone…\n", o.timeout, o.namespace)
 	err = wait.PollUntilContextTimeout(ctx, time.Second, o.timeout, true, func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(o.namespace), client.MatchingLabels{"app.kubernetes.io/name": "driftless"}); err != nil {
-			return false, nil
+		for _, name := range []string{"driftless", shardPodName} {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(o.namespace), client.MatchingLabels{"app.kubernetes.io/name": name}); err != nil || len(pods.Items) > 0 {
+				return false, nil
+			}
 		}
-		return len(pods.Items) == 0, nil
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("the agent's pods in %s are still there after %s: nothing else was removed; run uninstall again", o.namespace, o.timeout)

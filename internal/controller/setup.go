@@ -6,15 +6,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/notify"
@@ -87,22 +84,8 @@ func DefaultOptions() Options {
 
 // CacheOptions is the manager cache the controllers need: Syncs, and the
 // metadata of objects labelled driftless.dev/sync — nothing unmanaged.
-func CacheOptions() cache.Options {
-	managed, err := labels.NewRequirement(v1alpha1.SyncLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant label key is always valid
-	}
-	return cache.Options{
-		DefaultLabelSelector: labels.NewSelector().Add(*managed),
-		ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.Sync{}:      {Label: labels.Everything()},
-			&v1alpha1.Inventory{}: {Label: labels.Everything()},
-		},
-		// The drift watches keep digests of managedFields, not the
-		// field sets.
-		DefaultTransform: drift.CompactMetadata,
-	}
-}
+// Every Sync is served; ShardCacheOptions serves one shard.
+func CacheOptions() cache.Options { return ShardCacheOptions(nil) }
 
 // Setup registers the Sync and drift controllers with mgr, whose cache
 // must be built from CacheOptions.

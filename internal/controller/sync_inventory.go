@@ -35,6 +35,14 @@ func (r *SyncReconciler) inventoryOf(ctx context.Context, s *v1alpha1.Sync) (ent
 	if err != nil {
 		return nil, nil, err
 	}
+	if !found && s.Status.InventoryRef != nil && r.Reader != nil {
+		// A Sync just moved to this agent's shard has its Inventory still
+		// labelled with the old one, out of this cache: read it from the
+		// API server (the next write relabels it).
+		if entries, found, unreadable, err = inventory.ReadOwned(ctx, r.Reader, s); err != nil {
+			return nil, nil, err
+		}
+	}
 	if !found && len(s.Status.Inventory) == 0 && s.Status.InventoryRef != nil && s.Status.InventoryRef.Entries > 0 {
 		// Not silently empty: the next sync starts from nothing, and
 		// whatever git dropped meanwhile stays.

@@ -95,7 +95,7 @@ func decryptedStrings(o render.Object) []string {
 		}
 	}
 	for k, v := range u.GetLabels() {
-		if k != v1alpha1.SyncLabel {
+		if k != v1alpha1.SyncLabel && k != v1alpha1.SyncShardLabel {
 			walk(v, false)
 		}
 	}

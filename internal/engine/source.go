@@ -199,6 +199,7 @@ func (o RenderOptions) forSync(ctx context.Context, s *v1alpha1.Sync, dir, revis
 		Paths:            s.Spec.Paths,
 		Revision:         revision,
 		SyncLabel:        s.LabelValue(),
+		SyncShard:        v1alpha1.ShardOf(s.Labels),
 		TargetNamespace:  s.Spec.TargetNamespace,
 		Scope:            o.Scope,
 		Budgets:          o.Budgets,

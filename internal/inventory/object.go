@@ -16,12 +16,18 @@ import (
 )
 
 // Object is the Inventory of s that lists entries, in their order: s's
-// namespace and name, controlled by s so that it goes when s does.
+// namespace and name, controlled by s so that it goes when s does, and
+// labelled with s's shard (driftless.dev/sync-shard) when s has one, so
+// that only that shard's agents cache it.
 func Object(s *v1alpha1.Sync, entries []plan.Entry) *v1alpha1.Inventory {
 	list := ToStatus(entries)
+	var labels map[string]string
+	if shard, ok := s.Labels[v1alpha1.ShardLabel]; ok {
+		labels = map[string]string{v1alpha1.SyncShardLabel: shard}
+	}
 	return &v1alpha1.Inventory{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Inventory"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, OwnerReferences: []metav1.OwnerReference{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, Labels: labels, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: v1alpha1.GroupVersion.String(), Kind: "Sync", Name: s.Name, UID: s.UID, Controller: ptr.To(true),
 		}}},
 		EntryCount: len(list),

@@ -48,6 +48,9 @@ type Options struct {
 	// "driftless-system.default". Empty means no label, for offline
 	// rendering.
 	SyncLabel string
+	// SyncShard is the value of the driftless.dev/sync-shard label each
+	// object gets (the Sync's driftless.dev/shard); empty: none.
+	SyncShard string
 	// TargetNamespace is the namespace of namespaced objects that name
 	// none; empty means "default".
 	TargetNamespace string
@@ -251,7 +254,8 @@ func (r *renderer) settle() {
 	}
 }
 
-// mark sets the sync label and the origin annotation.
+// mark sets the sync label (and sync-shard label) and the origin
+// annotation.
 func (r *renderer) mark(u *unstructured.Unstructured, o Origin) {
 	if r.opts.SyncLabel != "" {
 		labels := u.GetLabels()
@@ -259,6 +263,9 @@ func (r *renderer) mark(u *unstructured.Unstructured, o Origin) {
 			labels = map[string]string{}
 		}
 		labels[v1alpha1.SyncLabel] = r.opts.SyncLabel
+		if r.opts.SyncShard != "" {
+			labels[v1alpha1.SyncShardLabel] = r.opts.SyncShard
+		}
 		u.SetLabels(labels)
 	}
 	annotation := origin.Format(o, r.opts.Revision)

@@ -42,13 +42,15 @@ func DefaultOptions() Options {
 }
 
 // CacheOptions adds what the image controllers read to opts (the Sync
-// controller's cache options): every ImagePolicy, whatever its labels.
-func CacheOptions(opts cache.Options) cache.Options {
+// controller's cache options): the ImagePolicies that policies selects
+// (by their driftless.dev/shard label, as the shard's Syncs are;
+// labels.Everything for every ImagePolicy).
+func CacheOptions(opts cache.Options, policies labels.Selector) cache.Options {
 	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject)+1)
 	for k, v := range opts.ByObject {
 		byObject[k] = v
 	}
-	byObject[&v1alpha1.ImagePolicy{}] = cache.ByObject{Label: labels.Everything()}
+	byObject[&v1alpha1.ImagePolicy{}] = cache.ByObject{Label: policies}
 	opts.ByObject = byObject
 	return opts
 }
