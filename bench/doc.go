@@ -17,7 +17,8 @@
 //   - the memory of the process running the agent (harness included),
 //     extrapolated to 10,000 objects;
 //   - the agent binary alone: `driftless agent`, built from this checkout
-//     (or -agent-binary), run as a process of its own on a control plane
+//     as the Dockerfile builds the image's binary (static, with its build
+//     tags; or -agent-binary), run as a process of its own on a control plane
 //     of its own, without a forced GC, over one Sync of the largest size's
 //     objects and over -syncs Syncs of 10 objects each: its peak RSS over
 //     start-up and first syncs (VmHWM) and its steady RSS (every Sync
@@ -25,7 +26,8 @@
 //     collection, which the runtime runs at least every two minutes,
 //     and a few quiet seconds more), with the file-backed
 //     part (the binary's pages) and the Go heap apart, per 1,000 objects
-//     and per Sync above idle (-agent-memory=false skips it,
+//     and per Sync above idle, and its CPU time until all Ready
+//     (-agent-memory=false skips it,
 //     -agent-memory-only runs only it); the summary's rss-10k is its peak
 //     on one Sync of 10,000 objects or more;
 //   - a restart: a new agent over the objects in sync, its writes (0 is

@@ -120,8 +120,8 @@ func printReport(out io.Writer, res *results) {
 		if m.Syncs > 1 {
 			per += fmt.Sprintf("; per Sync: peak +%.3f, steady +%.3f MiB", m.PeakPerSync, m.SteadyPerSync)
 		}
-		row(thousands(m.Objects), fmt.Sprintf("the agent binary alone, %d Sync(s) (%s), Ready in %s: RSS peak over its first syncs (VmHWM) / steady, after the next GC (idle %.0f MiB; %.0f MiB once quiet, before that GC; steady: %.0f MiB file-backed, Go heap %.0f MiB, %.0f MiB of it live)",
-			m.Syncs, m.Shape, secs(m.AllReady), m.IdleMiB, m.QuietMiB, m.SteadyFileMiB, m.SteadyHeapMiB, m.SteadyLiveMiB),
+		row(thousands(m.Objects), fmt.Sprintf("the agent binary alone, %d Sync(s) (%s), Ready in %s (%s of the agent's CPU): RSS peak over its first syncs (VmHWM) / steady, after the next GC (idle %.0f MiB; %.0f MiB once quiet, before that GC; steady: %.0f MiB file-backed, Go heap %.0f MiB, %.0f MiB of it live)",
+			m.Syncs, m.Shape, secs(m.AllReady), secs(m.ReadyCPU), m.IdleMiB, m.QuietMiB, m.SteadyFileMiB, m.SteadyHeapMiB, m.SteadyLiveMiB),
 			fmt.Sprintf("**%.0f / %.0f MiB**", m.PeakMiB, m.SteadyMiB), per, "≤ 150 MiB at 10,000")
 	}
 	fmt.Fprintln(out)

@@ -47,6 +47,8 @@ type Agent struct {
 	syncs   *controller.SyncReconciler
 	// memLimit is the Go soft memory limit set from the container's.
 	memLimit int64
+	// gcPercent is the GOGC the agent set, 0 when the environment's stands.
+	gcPercent int
 	// log is this run's log writer (see agentLog).
 	log *logRun
 }
@@ -79,6 +81,7 @@ func New(o Options) (_ *Agent, err error) {
 	}()
 	cfg := rest.CopyConfig(o.Config)
 	a.memLimit = setSoftMemoryLimit()
+	a.gcPercent = setGCPercent()
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	// Writes without a field manager of their own are recorded as
 	// "driftless" (the default is the binary's name), which the admission
@@ -247,7 +250,7 @@ func (a *Agent) Serve(ctx context.Context) error {
 		}
 	}
 	ctrl.Log.Info("driftless agent starting", "version", o.Version, "apiServer", a.mgr.GetConfig().Host, "namespace", o.Namespace,
-		"shard", a.checked.shard.String(), "leaderElection", o.LeaderElect, "lease", a.checked.shard.LeaseName(), "leaseDuration", o.LeaseDuration, "dryRun", o.DryRun, "goMemoryLimitFromContainer", a.memLimit)
+		"shard", a.checked.shard.String(), "leaderElection", o.LeaderElect, "lease", a.checked.shard.LeaseName(), "leaseDuration", o.LeaseDuration, "dryRun", o.DryRun, "goMemoryLimitFromContainer", a.memLimit, "gogc", a.gcPercent)
 	return a.mgr.Start(ctx)
 }
 

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"io/fs"
+	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 )
 
@@ -31,5 +33,44 @@ func TestTheAgentTakesItsSoftMemoryLimitFromTheContainer(t *testing.T) {
 				t.Errorf("soft limit is %d (set %v), want %d (set %v)", got, set, tt.want, tt.set)
 			}
 		})
+	}
+}
+
+func TestTheAgentCollectsAtHalfTheLiveHeapUnlessGOGCIsSet(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		env  string
+		want int
+		set  bool
+	}{
+		{"no GOGC: the agent sets 50", "", 50, true},
+		{"GOGC=200 stands", "200", 0, false},
+		{"GOGC=off stands", "off", 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, set := agentGCPercent(func(k string) string {
+				if k == "GOGC" {
+					return tt.env
+				}
+				return ""
+			})
+			if got != tt.want || set != tt.set {
+				t.Errorf("GOGC %d (set %v), want %d (set %v)", got, set, tt.want, tt.set)
+			}
+		})
+	}
+
+	// What the runtime runs with, as the agent's go_gc_gogc_percent
+	// metric reports it.
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	if got := setGCPercent(); got != 50 {
+		t.Errorf("setGCPercent() = %d, want 50", got)
+	}
+	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(sample)
+	if got := sample[0].Value.Uint64(); got != 50 {
+		t.Errorf("the runtime's GOGC is %d after the agent set it, want 50", got)
 	}
 }
