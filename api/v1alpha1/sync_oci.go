@@ -55,3 +55,28 @@ type OCIVerification struct {
 	// (as `cosign generate-key-pair` writes cosign.pub).
 	SecretRef LocalObjectReference `json:"secretRef"`
 }
+
+// Origin is where the files of s come from and what of it is followed,
+// as views name them: for git, the URL and "branch main", "tag v1.2.0"
+// or "commit <sha>"; for OCI, the oci:// URL and "tag 1.2.0" (or "tag
+// latest" when none is set), "semver >=1.0.0" or "digest sha256:…".
+func (s Source) Origin() (url, ref string) {
+	if o := s.OCI; o != nil {
+		switch {
+		case o.Digest != "":
+			return o.URL, "digest " + o.Digest
+		case o.SemVer != "":
+			return o.URL, "semver " + o.SemVer
+		case o.Tag != "":
+			return o.URL, "tag " + o.Tag
+		}
+		return o.URL, "tag latest"
+	}
+	switch g := s.Git; {
+	case g.Commit != "":
+		return g.URL, "commit " + g.Commit
+	case g.Tag != "":
+		return g.URL, "tag " + g.Tag
+	}
+	return s.Git.URL, "branch " + s.Git.Branch
+}
