@@ -150,3 +150,16 @@ func PickSemver(tags []string, want string) (string, error) {
 	}
 	return bestTag, nil
 }
+
+// Reference is the artifact of revision (as Resolve returns it) in the
+// repository at url, as one address: oci://<host>/<path>:<tag>@sha256:<hex>,
+// or oci://<host>/<path>@sha256:<hex> for a pinned digest.
+func Reference(url, revision string) string {
+	if revision == "" {
+		return url
+	}
+	if strings.Contains(revision, "@") {
+		return url + ":" + revision
+	}
+	return url + "@" + revision
+}
