@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,15 +20,7 @@ import (
 // as `driftless push artifact` does, and returns the artifact's digest.
 func diffPushArtifact(t *testing.T, reg *testenv.OCIRegistry, tag string, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testenv.WriteFiles(t, files)
 	_, digest, err := oci.Push(context.Background(), oci.PushOptions{URL: reg.URL("fleet") + ":" + tag, Dir: dir,
 		Source: "https://example.com/fleet.git", Revision: "main@sha1:" + strings.Repeat("ab", 20), Insecure: true})
 	if err != nil {

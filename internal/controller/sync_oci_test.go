@@ -20,16 +20,7 @@ import (
 // digest.
 func pushArtifact(t *testing.T, reg *testenv.OCIRegistry, tag string, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testenv.WriteFiles(t, files)
 	_, digest, err := oci.Push(context.Background(), oci.PushOptions{URL: reg.URL("fleet") + ":" + tag, Dir: dir, Source: "https://example.com/fleet.git", Revision: tag, Insecure: true})
 	if err != nil {
 		t.Fatal(err)
