@@ -39,7 +39,17 @@ type Request struct {
 	// have signed the artifact; KeysSecret names where they came from.
 	Keys       []PublicKey
 	KeysSecret string
+	// Root, when set, makes the artifact need a keyless cosign signature
+	// instead: by a certificate that a certificate authority of Root
+	// issued to one of Identities. RootSecret names where Root came
+	// from.
+	Root       *TrustedRoot
+	Identities []Identity
+	RootSecret string
 }
+
+// verifies says whether the artifact must carry a trusted signature.
+func (r Request) verifies() bool { return len(r.Keys) > 0 || r.Root != nil }
 
 // PublicKey is a trusted cosign public key and the Secret entry it was
 // read from.

@@ -174,7 +174,7 @@ func (s *Store) takeAway(name, dir, gone string, cutoff time.Time) bool {
 }
 
 func verify(ctx context.Context, req Request, digest string) error {
-	if len(req.Keys) == 0 {
+	if !req.verifies() {
 		return nil
 	}
 	repo, err := req.Repository()
