@@ -95,7 +95,7 @@ func TestOCISyncWithVerifyAppliesOnlyArtifactsSignedByATrustedCosignKey(t *testi
 	signed := pushArtifact(t, reg, "latest", map[string]string{"app/web.yaml": configMap("web", "v1")})
 	key.Sign(t, reg.Host+"/fleet", signed)
 	h.createSync("fleet", ociSource(reg, func(o *v1alpha1.OCISource) {
-		o.Verify = &v1alpha1.OCIVerification{Provider: v1alpha1.VerifyCosign, SecretRef: v1alpha1.LocalObjectReference{Name: "trusted-keys"}}
+		o.Verify = &v1alpha1.OCIVerification{Provider: v1alpha1.VerifyCosign, SecretRef: &v1alpha1.LocalObjectReference{Name: "trusted-keys"}}
 	}))
 	s := h.reconcile("fleet")
 	h.expectReady(s)

@@ -37,7 +37,7 @@ type Identity struct {
 }
 
 func (id Identity) String() string {
-	return fmt.Sprintf("issuer %q subject %q", unanchor(id.Issuer), unanchor(id.Subject))
+	return "issuer `" + unanchor(id.Issuer) + "` subject `" + unanchor(id.Subject) + "`"
 }
 
 func unanchor(r *regexp.Regexp) string {
