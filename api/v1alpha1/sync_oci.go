@@ -44,7 +44,12 @@ type OCIVerificationProvider string
 // VerifyCosign checks cosign signatures made with a key pair.
 const VerifyCosign OCIVerificationProvider = "cosign"
 
-// OCIVerification says which keys an OCI artifact must be signed with.
+// OCIVerification says who must have signed an OCI artifact: the holder
+// of a trusted cosign key (secretRef), or, keyless, an OIDC identity
+// (matchOIDCIdentity) certified by a certificate authority of a Sigstore
+// trusted root (trustedRootSecretRef).
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef) != has(self.matchOIDCIdentity)",message="set secretRef (cosign public keys) or matchOIDCIdentity (keyless signatures), exactly one"
+// +kubebuilder:validation:XValidation:rule="has(self.matchOIDCIdentity) == has(self.trustedRootSecretRef)",message="matchOIDCIdentity and trustedRootSecretRef go together: keyless signatures are checked against the certificate authorities of the trusted root"
 type OCIVerification struct {
 	// Provider is the signature scheme: cosign.
 	// +kubebuilder:default=cosign
@@ -53,5 +58,58 @@ type OCIVerification struct {
 	// SecretRef names a Secret in the Sync's namespace holding the
 	// trusted cosign public keys, one PEM public key per "*.pub" entry
 	// (as `cosign generate-key-pair` writes cosign.pub).
-	SecretRef LocalObjectReference `json:"secretRef"`
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// MatchOIDCIdentity lists the identities allowed to sign keyless
+	// (with a certificate from Fulcio, `cosign sign` without --key): a
+	// signature counts when its certificate names the issuer and a
+	// subject of one entry.
+	// +kubebuilder:validation:MinItems=1
+	// +optional
+	MatchOIDCIdentity []OIDCIdentityMatch `json:"matchOIDCIdentity,omitempty"`
+	// TrustedRootSecretRef names a Secret in the Sync's namespace whose
+	// trusted_root.json entry is a Sigstore trusted root (as `cosign
+	// trusted-root create` writes it): the certificate authorities that
+	// keyless signatures' certificates must come from.
+	// +optional
+	TrustedRootSecretRef *LocalObjectReference `json:"trustedRootSecretRef,omitempty"`
+}
+
+// OIDCIdentityMatch is an identity allowed to sign keyless: Go regular
+// expressions, each matching the whole value.
+type OIDCIdentityMatch struct {
+	// Issuer matches the OIDC issuer in the certificate, such as
+	// https://token\.actions\.githubusercontent\.com.
+	// +kubebuilder:validation:MinLength=1
+	Issuer string `json:"issuer"`
+	// Subject matches a subject of the certificate: an email address or
+	// a URI (a workflow of a GitHub repository, such as
+	// https://github\.com/org/fleet/\.github/workflows/release\.yaml@refs/tags/v.*).
+	// +kubebuilder:validation:MinLength=1
+	Subject string `json:"subject"`
+}
+
+// Origin is where the files of s come from and what of it is followed,
+// as views name them: for git, the URL and "branch main", "tag v1.2.0"
+// or "commit <sha>"; for OCI, the oci:// URL and "tag 1.2.0" (or "tag
+// latest" when none is set), "semver >=1.0.0" or "digest sha256:…".
+func (s Source) Origin() (url, ref string) {
+	if o := s.OCI; o != nil {
+		switch {
+		case o.Digest != "":
+			return o.URL, "digest " + o.Digest
+		case o.SemVer != "":
+			return o.URL, "semver " + o.SemVer
+		case o.Tag != "":
+			return o.URL, "tag " + o.Tag
+		}
+		return o.URL, "tag latest"
+	}
+	switch g := s.Git; {
+	case g.Commit != "":
+		return g.URL, "commit " + g.Commit
+	case g.Tag != "":
+		return g.URL, "tag " + g.Tag
+	}
+	return s.Git.URL, "branch " + s.Git.Branch
 }

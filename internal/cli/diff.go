@@ -119,7 +119,7 @@ Exit status:
 	f.StringVar(&o.sync, "sync", "", "the Sync to diff against the cluster, as NAMESPACE/NAME")
 	f.StringVar(&o.cluster.kubeconfig, "kubeconfig", "", "with --sync: "+kubeconfigUsage)
 	f.StringVar(&o.cluster.context, "context", "", "with --sync: "+contextUsage)
-	f.StringVar(&o.revision, "revision", "", "with --sync: a full commit SHA, or a branch or tag of the Sync's repository, to diff instead of the Sync's ref")
+	f.StringVar(&o.revision, "revision", "", "with --sync: a full commit SHA, or a branch or tag of the Sync's repository (a tag or sha256: digest for an OCI Sync), to diff instead of the Sync's ref")
 	f.StringSliceVar(&o.paths, "path", nil, "with --sync: a local checkout of the Sync's repository to render instead of git; with --repo: comma-separated paths in the repository (default: all of it)")
 	f.StringVar(&o.repo, "repo", "", "offline: a local clone, or a file:// or public http(s):// repository URL")
 	f.StringVar(&o.from, "from", "", "offline: the branch, tag or commit to diff from")

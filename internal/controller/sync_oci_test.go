@@ -20,16 +20,7 @@ import (
 // digest.
 func pushArtifact(t *testing.T, reg *testenv.OCIRegistry, tag string, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testenv.WriteFiles(t, files)
 	_, digest, err := oci.Push(context.Background(), oci.PushOptions{URL: reg.URL("fleet") + ":" + tag, Dir: dir, Source: "https://example.com/fleet.git", Revision: tag, Insecure: true})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +95,7 @@ func TestOCISyncWithVerifyAppliesOnlyArtifactsSignedByATrustedCosignKey(t *testi
 	signed := pushArtifact(t, reg, "latest", map[string]string{"app/web.yaml": configMap("web", "v1")})
 	key.Sign(t, reg.Host+"/fleet", signed)
 	h.createSync("fleet", ociSource(reg, func(o *v1alpha1.OCISource) {
-		o.Verify = &v1alpha1.OCIVerification{Provider: v1alpha1.VerifyCosign, SecretRef: v1alpha1.LocalObjectReference{Name: "trusted-keys"}}
+		o.Verify = &v1alpha1.OCIVerification{Provider: v1alpha1.VerifyCosign, SecretRef: &v1alpha1.LocalObjectReference{Name: "trusted-keys"}}
 	}))
 	s := h.reconcile("fleet")
 	h.expectReady(s)

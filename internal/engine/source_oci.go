@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,11 @@ func ociRequest(ctx context.Context, reader Reader, s *v1alpha1.Sync) (source.Re
 		}
 		r.Auth = auth
 	}
-	if v := o.Verify; v != nil {
+	if v := o.Verify; v != nil && len(v.MatchOIDCIdentity) > 0 {
+		if err := keylessRequest(ctx, reader, s.Namespace, v, &r); err != nil {
+			return req, err
+		}
+	} else if v != nil && v.SecretRef != nil {
 		var secret corev1.Secret
 		key := client.ObjectKey{Namespace: s.Namespace, Name: v.SecretRef.Name}
 		if err := reader.Get(ctx, key, &secret); err != nil {
@@ -56,4 +61,40 @@ func ociRequest(ctx context.Context, reader Reader, s *v1alpha1.Sync) (source.Re
 		r.Keys, r.KeysSecret = keys, secret.Name
 	}
 	return req, nil
+}
+
+// keylessRequest fills r with the trusted root of v.trustedRootSecretRef
+// (read with reader) and v's identities. A missing or unusable Secret, or
+// a pattern that does not compile, is a *source.VerificationError.
+func keylessRequest(ctx context.Context, reader Reader, namespace string, v *v1alpha1.OCIVerification, r *oci.Request) error {
+	for i, m := range v.MatchOIDCIdentity {
+		id, err := oci.ParseIdentity(m.Issuer, m.Subject)
+		if err != nil {
+			return &source.VerificationError{Err: fmt.Errorf("spec.source.oci.verify.matchOIDCIdentity[%d]: %w", i, err)}
+		}
+		r.Identities = append(r.Identities, id)
+	}
+	if v.TrustedRootSecretRef == nil {
+		return &source.VerificationError{Err: errors.New("spec.source.oci.verify.matchOIDCIdentity needs spec.source.oci.verify.trustedRootSecretRef: " +
+			"the Secret with the Sigstore trusted root (" + oci.TrustedRootKey + ") that keyless certificates must come from")}
+	}
+	var secret corev1.Secret
+	key := client.ObjectKey{Namespace: namespace, Name: v.TrustedRootSecretRef.Name}
+	if err := reader.Get(ctx, key, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &source.VerificationError{Err: fmt.Errorf("trusted root Secret %s of spec.source.oci.verify not found: "+
+				"create it with the Sigstore trusted root as %s (cosign trusted-root create)", key, oci.TrustedRootKey)}
+		}
+		return fmt.Errorf("read trusted root Secret %s: %w", key, err)
+	}
+	data, ok := secret.Data[oci.TrustedRootKey]
+	if !ok {
+		return &source.VerificationError{Err: fmt.Errorf("trusted root Secret %s has no %s entry: add the Sigstore trusted root under that name", key, oci.TrustedRootKey)}
+	}
+	root, err := oci.ParseTrustedRoot(data)
+	if err != nil {
+		return &source.VerificationError{Err: fmt.Errorf("entry %s of trusted root Secret %s: %w", oci.TrustedRootKey, key, err)}
+	}
+	r.Root, r.RootSecret = root, key.String()
+	return nil
 }

@@ -36,13 +36,7 @@ func TestCommitURL(t *testing.T) {
 }
 
 func TestMessagesNameTheCommitAndLinkIt(t *testing.T) {
-	e := map[string]*endpoint{}
-	var cfg Config
-	for _, typ := range []string{TypeGeneric, TypeSlack, TypeTeams} {
-		e[typ] = newEndpoint(t)
-		cfg.Targets = append(cfg.Targets, Target{Name: typ, Type: typ, URL: e[typ].URL})
-	}
-	r, _ := start(t, cfg, Options{})
+	e, r := messageEndpoints(t)
 	s := syncObj()
 	s.Spec.Source.Git.URL = "git@github.com:org/fleet.git"
 	s.Status.History = []v1alpha1.SyncRecord{{Revision: s.Status.LastAttemptedRevision, Result: v1alpha1.ResultFailed,
@@ -67,4 +61,18 @@ func TestMessagesNameTheCommitAndLinkIt(t *testing.T) {
 	if teams := string(e[TypeTeams].waitFor(t, 1)[0].body); !strings.Contains(teams, "[2222222 web: raise the memory limit (Ana Lima)]("+link+")") {
 		t.Errorf("Teams card %s does not link the commit with its subject and author", teams)
 	}
+}
+
+// messageEndpoints starts a dispatcher with a target of each message
+// type (generic, Slack, Teams), each to an endpoint of its own.
+func messageEndpoints(t *testing.T) (map[string]*endpoint, Recorder) {
+	t.Helper()
+	e := map[string]*endpoint{}
+	var cfg Config
+	for _, typ := range []string{TypeGeneric, TypeSlack, TypeTeams} {
+		e[typ] = newEndpoint(t)
+		cfg.Targets = append(cfg.Targets, Target{Name: typ, Type: typ, URL: e[typ].URL})
+	}
+	r, _ := start(t, cfg, Options{})
+	return e, r
 }

@@ -88,7 +88,7 @@ func (d *deduper) observe(n notice, now time.Time) []Message {
 	st := d.state(n, now)
 	msg := func(e Event, summary string, count int) []Message {
 		return []Message{{Sync: n.sync, Labels: n.labels, Event: e, Reason: n.reason, Summary: summary,
-			Detail: n.message, Revision: n.revision, Subject: n.commit.Subject, Author: n.commit.Author, CommitURL: n.commit.URL,
+			Detail: n.message, Revision: n.revision, Subject: n.commit.Subject, Author: n.commit.Author, CommitURL: n.commit.URL, Artifact: n.commit.Artifact,
 			Time: now, Count: count}}
 	}
 	switch n.event {
@@ -222,7 +222,7 @@ func (d *deduper) flapStart(st *syncState, n notice, now time.Time) ([]Message, 
 		state = "failing (" + n.reason + ")"
 	}
 	return []Message{{Sync: n.sync, Labels: n.labels, Event: Flapping, Reason: n.reason, Time: now, Revision: n.revision,
-		Subject: n.commit.Subject, Author: n.commit.Author, CommitURL: n.commit.URL,
+		Subject: n.commit.Subject, Author: n.commit.Author, CommitURL: n.commit.URL, Artifact: n.commit.Artifact,
 		Detail: n.message, Count: len(st.flips),
 		Summary: fmt.Sprintf("Sync %s is flapping: %d changes between failing and Ready within %s, now %s; "+
 			"no further failed or recovered messages until it keeps one state for %s",
@@ -274,7 +274,7 @@ func burstMessage(b *burst, now time.Time, window time.Duration) Message {
 	}
 	return Message{Sync: b.last.sync, Labels: b.last.labels, Event: DriftReverted, Reason: b.last.reason, Summary: summary,
 		Detail: b.last.message, Revision: b.last.revision, Subject: b.last.commit.Subject, Author: b.last.commit.Author,
-		CommitURL: b.last.commit.URL, Time: now, Count: b.count}
+		CommitURL: b.last.commit.URL, Artifact: b.last.commit.Artifact, Time: now, Count: b.count}
 }
 
 // objectOf is the "Kind/namespace/name" a drift note starts with.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source"
+	"github.com/driftless/driftless/internal/source/oci"
 )
 
 // notice is one event about a Sync, as the recorder saw it.
@@ -101,16 +102,23 @@ func imageNotice(s *v1alpha1.Sync, n notice, reason string) (notice, bool) {
 }
 
 // commit is what a message says about the revision: the subject and
-// author from the Sync's history, and a link to the commit's page.
+// author from the Sync's history, and a link to the commit's page; for
+// an OCI Sync, the artifact's address instead of a link.
 type commit struct {
 	Subject, Author, URL string
+	Artifact             string
 }
 
 // commitOf finds revision in s's history (the newest record of it that
 // has a subject) and links it when the Sync's git URL allows (CommitURL).
+// An OCI Sync's revision is an artifact: commitOf names it by its
+// address (oci.Reference).
 func commitOf(s *v1alpha1.Sync, revision string) commit {
 	if revision == "" {
 		return commit{}
+	}
+	if o := s.Spec.Source.OCI; o != nil {
+		return commit{Artifact: oci.Reference(o.URL, revision)}
 	}
 	c := commit{URL: CommitURL(s.Spec.Source.Git.URL, revision)}
 	for _, h := range s.Status.History {
@@ -136,7 +144,10 @@ type Message struct {
 	// Subject and Author of the revision's commit, and CommitURL, its
 	// web page: empty when not known.
 	Subject, Author, CommitURL string
-	Time                       time.Time
+	// Artifact is the address of an OCI Sync's revision
+	// (oci://<host>/<path>:<tag>@sha256:<hex>); empty for a git Sync.
+	Artifact string
+	Time     time.Time
 	// Count is how many events this message stands for.
 	Count int
 }

@@ -26,11 +26,14 @@ type GenericBody struct {
 	Revision  string `json:"revision,omitempty"`
 	// Subject and Author of the revision's commit, and CommitURL, its
 	// web page, when known.
-	Subject   string    `json:"subject,omitempty"`
-	Author    string    `json:"author,omitempty"`
-	CommitURL string    `json:"commitURL,omitempty"`
-	Time      time.Time `json:"time"`
-	Count     int       `json:"count"`
+	Subject   string `json:"subject,omitempty"`
+	Author    string `json:"author,omitempty"`
+	CommitURL string `json:"commitURL,omitempty"`
+	// Artifact is the address of an OCI Sync's revision:
+	// oci://<host>/<path>:<tag>@sha256:<hex>.
+	Artifact string    `json:"artifact,omitempty"`
+	Time     time.Time `json:"time"`
+	Count    int       `json:"count"`
 }
 
 // body words m for a target type.
@@ -79,13 +82,16 @@ func body(typ string, m Message) ([]byte, error) {
 	default:
 		return json.Marshal(GenericBody{Sync: m.Sync.Name, Namespace: m.Sync.Namespace, Event: m.Event, Reason: m.Reason,
 			Summary: m.Summary, Message: m.Detail, Revision: m.Revision, Subject: m.Subject, Author: m.Author, CommitURL: m.CommitURL,
-			Time: m.Time.UTC(), Count: m.Count})
+			Artifact: m.Artifact, Time: m.Time.UTC(), Count: m.Count})
 	}
 }
 
-// commitLine is "<short sha> <subject> (<author>)", or "" when neither
-// the subject nor a link is known.
+// commitLine is "<short sha> <subject> (<author>)", "artifact <address>"
+// for an OCI Sync, or "" when neither the subject nor a link is known.
 func commitLine(m Message) string {
+	if m.Artifact != "" {
+		return "artifact " + m.Artifact
+	}
 	if m.Revision == "" || (m.Subject == "" && m.CommitURL == "") {
 		return ""
 	}

@@ -104,9 +104,12 @@ func APIGitHost(address string) string {
 
 // statusNotice is a Sync's state at a revision, before a target words it.
 type statusNotice struct {
-	sync     types.NamespacedName
-	labels   map[string]string
-	gitURL   string
+	sync   types.NamespacedName
+	labels map[string]string
+	gitURL string
+	// oci is true for a Sync of an OCI artifact, whose revision is no
+	// commit: it has no commit status.
+	oci      bool
 	repo     string // the Sync's CommitStatusRepositoryAnnotation
 	revision string
 	state    CommitState
@@ -115,7 +118,7 @@ type statusNotice struct {
 }
 
 func statusNoticeOf(s *v1alpha1.Sync, revision string, state CommitState, reason, message string) statusNotice {
-	n := statusNotice{sync: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, gitURL: s.Spec.Source.Git.URL,
+	n := statusNotice{sync: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, gitURL: s.Spec.Source.Git.URL, oci: s.Spec.Source.OCI != nil,
 		repo: s.Annotations[v1alpha1.CommitStatusRepositoryAnnotation], revision: revision, state: state, reason: reason, message: message}
 	if len(s.Labels) > 0 {
 		n.labels = make(map[string]string, len(s.Labels))
@@ -129,8 +132,12 @@ func statusNoticeOf(s *v1alpha1.Sync, revision string, state CommitState, reason
 // repository is the repository t posts n's status to: the Sync's
 // driftless.dev/commit-status-repository annotation, or the path of its
 // git URL when the URL's host is t's. ok is false otherwise: the Sync's
-// repository is not on t's server.
+// repository is not on t's server, or the Sync follows an OCI artifact,
+// whose revision is no commit of any repository.
 func (t *Target) repository(n statusNotice) (string, bool) {
+	if n.oci {
+		return "", false
+	}
 	if n.repo != "" {
 		return strings.Trim(n.repo, "/"), true
 	}

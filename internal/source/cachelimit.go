@@ -17,15 +17,17 @@ const DefaultCacheMaxSize int64 = 2 << 30
 // kept whatever the size (CacheLimit.Grace).
 const DefaultCacheGrace = time.Minute
 
-// CacheLimit keeps the agent's caches — the git mirrors of a Mirror and
-// the chart archives under ChartDir — under MaxSize bytes on disk,
-// removing what was used least recently first: a whole mirror (its git
-// objects and trees), or one chart archive. It never removes a mirror
-// with a tree a reader holds, a fetch under way, or a read of its
-// storage under way, nor anything used within Grace. What is removed is
-// fetched again when next needed.
+// CacheLimit keeps the agent's caches — the git mirrors of a Mirror, the
+// OCI artifacts it extracted, and the chart archives under ChartDir —
+// under MaxSize bytes on disk, removing what was used least recently
+// first: a whole mirror (its git objects and trees), one extracted
+// artifact, or one chart archive. It never removes a mirror with a tree
+// a reader holds, a fetch under way, or a read of its storage under way,
+// nor an artifact a reader holds, nor anything used within Grace. What
+// is removed is fetched again when next needed.
 //
-// Collect runs after fetches (Mirror.AfterFetch, and a chart fetcher's),
+// Collect runs after fetches (Mirror.AfterFetch, also called after an
+// artifact is extracted, and a chart fetcher's),
 // one run at a time; a run asked for while one is under way is skipped.
 // When everything left is in use, the caches stay over MaxSize until it
 // is not.
@@ -52,16 +54,25 @@ type CacheCollection struct {
 	// Size is the caches' size before the run, Removed how much of it
 	// went.
 	Size, Removed int64
-	// RemovedMirrors and RemovedCharts count what went.
-	RemovedMirrors, RemovedCharts int
+	// RemovedMirrors, RemovedArtifacts and RemovedCharts count what
+	// went.
+	RemovedMirrors, RemovedArtifacts, RemovedCharts int
 }
 
 type cacheEntry struct {
 	size    int64
 	lastUse time.Time
 	remove  func() bool // false when the entry turned out in use
-	mirror  bool
+	kind    cacheKind
 }
+
+type cacheKind int
+
+const (
+	cachedChart cacheKind = iota
+	cachedMirror
+	cachedArtifact
+)
 
 // Collect removes least recently used mirrors and charts until the
 // caches fit MaxSize, or only what is in use is left. It returns at once,
@@ -80,6 +91,7 @@ func (c *CacheLimit) Collect() CacheCollection {
 		grace = DefaultCacheGrace
 	}
 	entries := c.mirrorEntries(now.Add(-grace))
+	entries = append(entries, c.artifactEntries(now.Add(-grace))...)
 	entries = append(entries, c.chartEntries()...)
 	var got CacheCollection
 	for _, e := range entries {
@@ -96,9 +108,12 @@ func (c *CacheLimit) Collect() CacheCollection {
 		}
 		size -= e.size
 		got.Removed += e.size
-		if e.mirror {
+		switch e.kind {
+		case cachedMirror:
 			got.RemovedMirrors++
-		} else {
+		case cachedArtifact:
+			got.RemovedArtifacts++
+		default:
 			got.RemovedCharts++
 		}
 	}
@@ -125,7 +140,26 @@ func (c *CacheLimit) mirrorEntries(cutoff time.Time) []cacheEntry {
 			size:    diskUsage(r.dir),
 			lastUse: r.lastUse(),
 			remove:  func() bool { return m.forget(key, r, cutoff) },
-			mirror:  true,
+			kind:    cachedMirror,
+		})
+	}
+	return entries
+}
+
+// artifactEntries lists the Mirror's extracted OCI artifacts; each is
+// removed only if no reader holds it or opened it after cutoff.
+func (c *CacheLimit) artifactEntries(cutoff time.Time) []cacheEntry {
+	if c.Mirror == nil {
+		return nil
+	}
+	store := c.Mirror.artifacts()
+	var entries []cacheEntry
+	for _, a := range store.Entries() {
+		entries = append(entries, cacheEntry{
+			size:    diskUsage(a.Dir),
+			lastUse: a.LastUse,
+			remove:  func() bool { return store.Remove(a.Dir, cutoff) },
+			kind:    cachedArtifact,
 		})
 	}
 	return entries

@@ -20,18 +20,25 @@ func (m *Mirror) artifacts() *oci.Store {
 		m.oci = &oci.Store{
 			Dir:    filepath.Join(filepath.Dir(m.Dir), "artifacts"),
 			Limits: oci.Limits{MaxDepth: l.MaxDepth, MaxEntries: l.MaxEntries, MaxFileSize: l.MaxFileSize, MaxTotalSize: l.MaxTotalSize},
+			AfterExtract: func() {
+				if m.AfterFetch != nil {
+					m.AfterFetch()
+				}
+			},
 		}
 	})
 	return m.oci
 }
 
+// checkoutOCI is the tree of an artifact: its extracted files, held (a
+// CacheLimit leaves them alone) until the tree is released.
 func (m *Mirror) checkoutOCI(ctx context.Context, req Request, revision string) (Tree, error) {
-	dir, err := m.artifacts().Checkout(ctx, *req.OCI, revision)
+	dir, release, err := m.artifacts().Open(ctx, *req.OCI, revision)
 	if err != nil {
 		return Tree{}, ociError(err)
 	}
 	m.trees.Add(1)
-	return Tree{Dir: dir, Revision: revision}, nil
+	return Tree{Dir: dir, Revision: revision, release: release}, nil
 }
 
 // checkoutOCI is Checkout of an OCI artifact into dir, replacing what

@@ -32,8 +32,12 @@ type syncHeader struct {
 	URL     string
 	Session session
 	Row     fleetRow
-	GitURL  string
-	Ref     string
+	// GitURL is the Sync's git repository, for links to its forge: empty
+	// for an OCI Sync. SourceURL and Ref name the source as people read
+	// it (v1alpha1.Source.Origin), git or OCI.
+	GitURL    string
+	SourceURL string
+	Ref       string
 	// RevisionURL is the forge's page of the applied commit, when known.
 	RevisionURL string
 	// KubeConfigSecret is the Secret of spec.kubeConfig, for a Sync that
@@ -156,14 +160,7 @@ func (s *Server) headerOf(c *clusterState, sy *v1alpha1.Sync) syncHeader {
 	u := syncURL(c.name, key.Namespace, key.Name)
 	h := syncHeader{Title: "Sync " + key.String() + " · " + c.name, Live: u + "/live", Cluster: c.name, Key: key, URL: u,
 		Row: newFleetRow(c.name, sy, s.opts.Now()), GitURL: sy.Spec.Source.Git.URL}
-	switch g := sy.Spec.Source.Git; {
-	case g.Commit != "":
-		h.Ref = "commit " + g.Commit
-	case g.Tag != "":
-		h.Ref = "tag " + g.Tag
-	default:
-		h.Ref = "branch " + g.Branch
-	}
+	h.SourceURL, h.Ref = sy.Spec.Source.Origin()
 	h.RevisionURL = commitLink(h.GitURL, sy.Status.LastAppliedRevision)
 	if kc := sy.Spec.KubeConfig; kc != nil {
 		h.KubeConfigSecret = key.Namespace + "/" + kc.SecretRef.Name

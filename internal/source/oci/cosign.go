@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -88,19 +89,34 @@ type simpleSigning struct {
 // Verify checks that the artifact digest of repo carries a cosign
 // signature, made by one of req.Keys, of a payload naming digest. Any
 // refusal is a *VerificationError naming the digest and the keys tried.
+//
+// With req.Root, the signature must instead be keyless: made with the key
+// of a certificate that a certificate authority of req.Root issued, valid
+// at the time of the check (no transparency log or timestamp proves when
+// it signed), for an identity of req.Identities; the refusal names the
+// identities and why each signature did not count.
 func Verify(ctx context.Context, req Request, repo name.Repository, digest string) error {
 	tried := make([]string, len(req.Keys))
 	for i, k := range req.Keys {
 		tried[i] = req.KeysSecret + "/" + k.Name
 	}
-	keys := strings.Join(tried, ", ")
+	keys := "keys tried: " + strings.Join(tried, ", ")
+	how := "--key <key>"
+	if req.Root != nil {
+		ids := make([]string, len(req.Identities))
+		for i, id := range req.Identities {
+			ids[i] = id.String()
+		}
+		keys = fmt.Sprintf("identities allowed: %s (trusted root %s)", strings.Join(ids, "; "), req.RootSecret)
+		how = "a certificate of the trusted root for an allowed identity"
+	}
 	sigTag := repo.Tag(strings.Replace(digest, ":", "-", 1) + ".sig")
 	opts := remoteOptions(ctx, req)
 	img, err := remote.Image(sigTag, opts...)
 	var te *transport.Error
 	if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
-		return &VerificationError{Err: fmt.Errorf("artifact %s of %s is not signed: no cosign signature (tag %s), keys tried: %s; sign it with `cosign sign --key <key> %s@%s`",
-			digest, req.URL, sigTag.TagStr(), keys, repo.Name(), digest)}
+		return &VerificationError{Err: fmt.Errorf("artifact %s of %s is not signed: no cosign signature (tag %s), %s; sign it with `cosign sign %s %s@%s`",
+			digest, req.URL, sigTag.TagStr(), keys, how, repo.Name(), digest)}
 	}
 	if err != nil {
 		return registryError(req, "read the signature of artifact "+digest+" from", err)
@@ -110,6 +126,7 @@ func Verify(ctx context.Context, req Request, repo name.Repository, digest strin
 		return registryError(req, "read the signature of artifact "+digest+" from", err)
 	}
 	found := 0
+	var refused []string
 	for i, l := range manifest.Layers {
 		if i == maxSignatures {
 			break
@@ -140,13 +157,31 @@ func Verify(ctx context.Context, req Request, repo name.Repository, digest strin
 		if json.Unmarshal(payload, &p) != nil || p.Critical.Image.Digest != digest {
 			continue
 		}
+		if req.Root != nil {
+			cert, err := checkCertificate(l.Annotations[certificateAnnotation], l.Annotations[chainAnnotation], req.Root, req.Identities, time.Now())
+			switch {
+			case l.Annotations[certificateAnnotation] == "":
+				refused = append(refused, fmt.Sprintf("signature %d has no certificate (made with a key, not keyless)", found))
+			case err != nil:
+				refused = append(refused, fmt.Sprintf("signature %d: %v", found, err))
+			case !verifySignature(cert.PublicKey, payload, raw):
+				refused = append(refused, fmt.Sprintf("signature %d was not made with its certificate's key", found))
+			default:
+				return nil
+			}
+			continue
+		}
 		for _, k := range req.Keys {
 			if verifySignature(k.Key, payload, raw) {
 				return nil
 			}
 		}
 	}
-	return &VerificationError{Err: fmt.Errorf("artifact %s of %s has %d cosign signature(s), none by a trusted key: keys tried: %s; sign it with a trusted key or add its public key to the Secret",
+	if req.Root != nil {
+		return &VerificationError{Err: fmt.Errorf("artifact %s of %s has %d cosign signature(s), none keyless by an allowed identity: %s; %s",
+			digest, req.URL, found, keys, strings.Join(refused, "; "))}
+	}
+	return &VerificationError{Err: fmt.Errorf("artifact %s of %s has %d cosign signature(s), none by a trusted key: %s; sign it with a trusted key or add its public key to the Secret",
 		digest, req.URL, found, keys)}
 }
 

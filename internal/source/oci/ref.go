@@ -39,7 +39,17 @@ type Request struct {
 	// have signed the artifact; KeysSecret names where they came from.
 	Keys       []PublicKey
 	KeysSecret string
+	// Root, when set, makes the artifact need a keyless cosign signature
+	// instead: by a certificate that a certificate authority of Root
+	// issued to one of Identities. RootSecret names where Root came
+	// from.
+	Root       *TrustedRoot
+	Identities []Identity
+	RootSecret string
 }
+
+// verifies says whether the artifact must carry a trusted signature.
+func (r Request) verifies() bool { return len(r.Keys) > 0 || r.Root != nil }
 
 // PublicKey is a trusted cosign public key and the Secret entry it was
 // read from.
@@ -149,4 +159,17 @@ func PickSemver(tags []string, want string) (string, error) {
 		return "", fmt.Errorf("%w semver %q (version tags: %s)", errNoMatch, want, seen)
 	}
 	return bestTag, nil
+}
+
+// Reference is the artifact of revision (as Resolve returns it) in the
+// repository at url, as one address: oci://<host>/<path>:<tag>@sha256:<hex>,
+// or oci://<host>/<path>@sha256:<hex> for a pinned digest.
+func Reference(url, revision string) string {
+	if revision == "" {
+		return url
+	}
+	if strings.Contains(revision, "@") {
+		return url + ":" + revision
+	}
+	return url + "@" + revision
 }

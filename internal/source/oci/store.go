@@ -7,18 +7,29 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Store keeps the extracted files of artifacts under Dir, one directory
-// per manifest digest, written once and never changed.
+// per manifest digest, written once and never changed until Remove
+// takes it away.
 type Store struct {
 	// Dir is the cache directory; it is created when needed.
 	Dir string
 	// Limits bound the files of one artifact.
 	Limits Limits
+	// AfterExtract, when set, is called after an artifact was pulled and
+	// extracted into the Store (a cache bound runs then).
+	AfterExtract func()
+
+	mu sync.Mutex
+	// held counts the readers of each directory (by its name, the
+	// digest's hex): Remove leaves a held directory alone.
+	held map[string]int
 }
 
 // Checkout returns the directory holding the files of revision (as
@@ -27,40 +38,143 @@ type Store struct {
 // carry a cosign signature by one of them, checked at every call, cached
 // or not: otherwise the error is a *VerificationError and nothing is
 // returned. A refused or broken artifact leaves nothing in the Store.
+// The directory is not held: see Open.
 func (s *Store) Checkout(ctx context.Context, req Request, revision string) (string, error) {
-	digest, err := DigestOf(revision)
+	dir, release, err := s.Open(ctx, req, revision)
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(s.Dir, strings.TrimPrefix(digest, "sha256:"))
-	if _, err := os.Stat(dir); err == nil {
-		if err := verify(ctx, req, digest); err != nil {
-			return "", err
-		}
-		return dir, nil
-	}
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(s.Dir, ".extract-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	if err := Pull(ctx, req, revision, tmp, s.Limits); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(dir); serr == nil {
-			return dir, nil // another caller extracted it first
-		}
-		return "", err
-	}
+	release()
 	return dir, nil
 }
 
+// Open is Checkout that holds the directory until release is called:
+// Remove never takes a held directory away. Each Open marks the
+// directory used now (its modification time), for Entries.
+func (s *Store) Open(ctx context.Context, req Request, revision string) (dir string, release func(), err error) {
+	digest, err := DigestOf(revision)
+	if err != nil {
+		return "", nil, err
+	}
+	name := strings.TrimPrefix(digest, "sha256:")
+	s.mu.Lock()
+	if s.held == nil {
+		s.held = map[string]int{}
+	}
+	s.held[name]++
+	s.mu.Unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.held[name]--; s.held[name] <= 0 {
+				delete(s.held, name)
+			}
+		})
+	}
+	dir, extracted, err := s.checkout(ctx, req, revision, digest)
+	if err != nil {
+		release()
+		return "", nil, err
+	}
+	now := time.Now()
+	_ = os.Chtimes(dir, now, now)
+	if extracted && s.AfterExtract != nil {
+		s.AfterExtract()
+	}
+	return dir, release, nil
+}
+
+// checkout is Checkout of an artifact the caller holds; extracted says
+// whether it was pulled now.
+func (s *Store) checkout(ctx context.Context, req Request, revision, digest string) (string, bool, error) {
+	dir := filepath.Join(s.Dir, strings.TrimPrefix(digest, "sha256:"))
+	if _, err := os.Stat(dir); err == nil {
+		if err := verify(ctx, req, digest); err != nil {
+			return "", false, err
+		}
+		return dir, false, nil
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return "", false, err
+	}
+	tmp, err := os.MkdirTemp(s.Dir, ".extract-")
+	if err != nil {
+		return "", false, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := Pull(ctx, req, revision, tmp, s.Limits); err != nil {
+		return "", false, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(dir); serr == nil {
+			return dir, false, nil // another caller extracted it first
+		}
+		return "", false, err
+	}
+	return dir, true, nil
+}
+
+// Entry is an extracted artifact in a Store, as a cache bound sees it.
+type Entry struct {
+	// Dir holds its files.
+	Dir string
+	// LastUse is when it was last opened.
+	LastUse time.Time
+}
+
+// Entries lists the extracted artifacts of the Store, held or not
+// (partial extractions under way are not listed).
+func (s *Store) Entries() []Entry {
+	des, _ := os.ReadDir(s.Dir)
+	var entries []Entry
+	for _, de := range des {
+		if !de.IsDir() || len(de.Name()) != 64 || strings.Trim(de.Name(), "0123456789abcdef") != "" {
+			continue
+		}
+		info, err := de.Info()
+		if err != nil {
+			continue
+		}
+		entries = append(entries, Entry{Dir: filepath.Join(s.Dir, de.Name()), LastUse: info.ModTime()})
+	}
+	return entries
+}
+
+// Remove deletes the extracted artifact in dir (an Entry's) unless a
+// reader holds it or opened it after cutoff; it reports whether dir is
+// gone. An artifact removed is pulled again when next opened.
+func (s *Store) Remove(dir string, cutoff time.Time) bool {
+	name := filepath.Base(dir)
+	if filepath.Join(s.Dir, name) != filepath.Clean(dir) {
+		return false
+	}
+	gone := filepath.Join(s.Dir, ".remove-"+name)
+	if !s.takeAway(name, dir, gone, cutoff) {
+		return false
+	}
+	_ = os.RemoveAll(gone)
+	return true
+}
+
+// takeAway moves dir to gone unless it is held or was opened after
+// cutoff: an Open that comes after finds no part of it, and pulls it
+// again.
+func (s *Store) takeAway(name, dir, gone string, cutoff time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[name] > 0 {
+		return false
+	}
+	if info, err := os.Stat(dir); err != nil || info.ModTime().After(cutoff) {
+		return false
+	}
+	return os.Rename(dir, gone) == nil
+}
+
 func verify(ctx context.Context, req Request, digest string) error {
-	if len(req.Keys) == 0 {
+	if !req.verifies() {
 		return nil
 	}
 	repo, err := req.Repository()
