@@ -540,7 +540,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 	if o.inventory != nil {
 		digests := r.Store.Digests(key, s.UID)
-		if !o.dryRun && (o.compared || !sameEntries(storedEntries, o.inventory)) {
+		if !o.dryRun && (recordsDigests(o.compared, storedEntries, o.inventory) || !sameEntries(storedEntries, o.inventory)) {
 			// What this sync verified is recorded with a comparison of
 			// every object, or with entries written anyway; otherwise it
 			// waits (a restart compares those objects again), so that a

@@ -182,6 +182,23 @@ func nextDigests(ctx context.Context, entries []plan.Entry, previous inventory.D
 	return out
 }
 
+// firstSyncDigests is the fewest objects whose digests a Sync's first
+// sync records, at the cost of a second write of its Inventory (the first
+// is the write-ahead record, made before the objects exist). A smaller
+// Sync records them at its next full comparison: a fleet of small Syncs'
+// first syncs cost no write more, and a restart before that compares
+// their few objects.
+const firstSyncDigests = 16
+
+// recordsDigests reports whether a sync that compared every object or not
+// (compared), over an inventory that listed stored before it and lists
+// entries after, writes the digests of what it verified when they differ
+// from those recorded: after a full comparison, except the first sync of
+// a Sync of fewer than firstSyncDigests objects.
+func recordsDigests(compared bool, stored, entries []plan.Entry) bool {
+	return compared && (len(stored) > 0 || len(entries) >= firstSyncDigests)
+}
+
 // sameDigests reports whether a and b say the same of entries.
 func sameDigests(entries []plan.Entry, a, b inventory.Digests) bool {
 	for _, e := range entries {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/testenv/apimetrics"
 )
 
@@ -284,5 +285,30 @@ func TestARestartRevertsWhatWasEditedWhileTheAgentWasDown(t *testing.T) {
 	}
 	if s := h.syncNow("shop"); ready(s).Status != "True" {
 		t.Errorf("after the restart the Sync is %+v, want Ready", ready(s))
+	}
+}
+
+func TestDigestsAreRecordedAfterAFullComparisonButNotAfterASmallSyncsFirst(t *testing.T) {
+	entries := func(n int) []plan.Entry {
+		out := make([]plan.Entry, n)
+		for i := range out {
+			out[i] = plan.Entry{ID: plan.ID{Kind: "ConfigMap", Namespace: "n", Name: fmt.Sprint(i)}, Version: "v1"}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name            string
+		compared        bool
+		stored, entries []plan.Entry
+		want            bool
+	}{
+		{"the first sync of a large Sync", true, nil, entries(firstSyncDigests), true},
+		{"the first sync of a small Sync: its next full comparison records them", true, nil, entries(4), false},
+		{"a full comparison of a small Sync", true, entries(4), entries(4), true},
+		{"a sync that trusted the watches or the digests", false, entries(40), entries(40), false},
+	} {
+		if got := recordsDigests(tc.compared, tc.stored, tc.entries); got != tc.want {
+			t.Errorf("%s: recordsDigests = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
