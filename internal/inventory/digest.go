@@ -3,6 +3,7 @@ package inventory
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"regexp"
 	"strings"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -27,15 +28,22 @@ func (d Digest) Known() bool { return d != Digest{} }
 // Digests holds a Digest by object.
 type Digests map[plan.ID]Digest
 
+// originRevision matches the revision part of the origin annotation in a
+// render's JSON. A commit that leaves an object as it was does not
+// rewrite it (apply.Equal leaves that part out), so the live object keeps
+// the revision that last changed it, and the digest does not count it.
+var originRevision = regexp.MustCompile(`("` + regexp.QuoteMeta(v1alpha1.OriginAnnotation) + `":"[^"\\]*)@[0-9a-f]+"`)
+
 // DesiredDigest is the Desired part of a Digest for a rendered object's
 // JSON (as the agent caches a render: encoding/json of the object's map,
-// keys sorted). The prefix names how an agent applies such a form: an
-// agent that applies differently changes it, and its Digests then tell
-// nothing of the ones before.
+// keys sorted), the revision in its origin annotation left out. The
+// prefix names how an agent applies such a form: an agent that applies
+// differently changes it, and its Digests then tell nothing of the ones
+// before.
 func DesiredDigest(json []byte) [8]byte {
 	h := sha256.New()
 	h.Write([]byte("driftless desired v1\x00"))
-	h.Write(json)
+	h.Write(originRevision.ReplaceAll(json, []byte(`$1"`)))
 	var out [8]byte
 	copy(out[:], h.Sum(nil))
 	return out

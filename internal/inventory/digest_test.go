@@ -55,3 +55,15 @@ func TestDigestsThatDoNotMatchTheEntriesTellNothing(t *testing.T) {
 		t.Errorf("an Inventory with no digest known has digests %q, want none", got)
 	}
 }
+
+func TestTheDesiredDigestLeavesOutTheRevisionOfTheOrigin(t *testing.T) {
+	at := func(rev, value string) []byte {
+		return []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"annotations":{"` + v1alpha1.OriginAnnotation + `":"app/cm.yaml@` + rev + `"},"name":"a"},"data":{"k":"` + value + `"}}`)
+	}
+	if DesiredDigest(at("0123456", "v1")) != DesiredDigest(at("89abcde", "v1")) {
+		t.Error("a new commit that left the object as it was changed its digest")
+	}
+	if DesiredDigest(at("0123456", "v1")) == DesiredDigest(at("0123456", "v2")) {
+		t.Error("a changed value left the digest as it was")
+	}
+}
