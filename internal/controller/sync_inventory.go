@@ -39,7 +39,7 @@ func (r *SyncReconciler) inventoryOf(ctx context.Context, s *v1alpha1.Sync) (ent
 		// A Sync just moved to this agent's shard has its Inventory still
 		// labelled with the old one, out of this cache: read it from the
 		// API server (the next write relabels it).
-		if entries, found, unreadable, err = inventory.ReadOwned(ctx, r.Reader, s); err != nil {
+		if entries, digests, found, unreadable, err = inventory.ReadOwned(ctx, r.Reader, s); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -118,7 +118,7 @@ func (r *SyncReconciler) startKnown(ctx context.Context, s *v1alpha1.Sync, w *Wr
 	if len(digests) == 0 || reader == nil || !ok {
 		return nil
 	}
-	if err := r.watchesOf(s).Ensure(ctx, kindsOf(inv), started); err != nil {
+	if err := r.watchesOf(s).Ensure(ctx, key, kindsOf(inv), started); err != nil {
 		// Those kinds' objects are compared.
 		log.FromContext(ctx).Error(err, "cannot watch managed objects; their objects are compared")
 	}
