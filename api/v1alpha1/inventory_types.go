@@ -27,6 +27,17 @@ type Inventory struct {
 	// +optional
 	// +listType=atomic
 	Entries []InventoryEntry `json:"entries,omitempty"`
+	// Digests records what the agent last verified of each entry, in the
+	// order of entries, so that a restarted agent compares only what may
+	// differ: "v1:" and the base64 (standard encoding) of 16 bytes per
+	// entry — 8 of the SHA-256 of the desired object's JSON as rendered,
+	// then 8 of the SHA-256 of the live object's UID and managedFields
+	// (status writers' left out) as the agent last found it equal to that
+	// render. Sixteen zero bytes: nothing known of that entry. Anything
+	// else (absent, another prefix, another length) tells nothing, and
+	// the next agent to start compares every object.
+	// +optional
+	Digests string `json:"digests,omitempty"`
 }
 
 // InventoryList is a list of Inventories.

@@ -41,6 +41,11 @@ type Options struct {
 	// the agent recognises its own writes by it (drift.Writes). It must
 	// be safe for concurrent use and must not keep obj.
 	Written func(obj *unstructured.Unstructured)
+	// Found, when set, is told of every object a comparison found equal
+	// to its desired form (Unchanged), as it was read from the cluster:
+	// with Written, every object this Apply verified, and the state it
+	// verified. It must be safe for concurrent use and must not keep obj.
+	Found func(obj *unstructured.Unstructured)
 	// Keep, when set, names objects whose Change keeps the object before
 	// and after (Live, Applied) when it is Configured, as a dry run's
 	// does: the agent words a drift a sync put back with them. Other

@@ -160,6 +160,9 @@ func (m *Manager) dryRunAll(ctx context.Context, steps []plan.Step, newNamespace
 		if r.err != nil && canDefer(r.err, s, newNamespaces, newKinds) {
 			return checked{step: s, deferred: true}
 		}
+		if r.action == Unchanged && r.err == nil && r.live != nil && m.opts.Found != nil {
+			m.opts.Found(r.live)
+		}
 		if !m.opts.DryRun && (r.action != Configured || m.opts.Keep == nil || !m.opts.Keep(s.ID)) {
 			// Only a dry run's report shows the objects before and
 			// after (and a write the caller asked to Keep); a write

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,7 +53,14 @@ func startAgentWith(t *testing.T, mutate func(*Options)) *SyncReconciler {
 // own identity, its cache options.
 func newAgentManager(t *testing.T) ctrl.Manager {
 	t.Helper()
-	mgr, err := ctrl.NewManager(agentConfig, ctrl.Options{
+	return newAgentManagerFor(t, agentConfig)
+}
+
+// newAgentManagerFor is newAgentManager with cfg, the agent's identity
+// (with a transport of the test's own, say).
+func newAgentManagerFor(t *testing.T, cfg *rest.Config) ctrl.Manager {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Cache:      CacheOptions(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},

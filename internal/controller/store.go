@@ -10,6 +10,7 @@ import (
 
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
+	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/redact"
 	"github.com/driftless/driftless/internal/render"
@@ -74,6 +75,9 @@ type syncState struct {
 	// known.
 	inventory    []plan.Entry
 	inventoryUID types.UID
+	// digests is what the Inventory's digests say of its entries, as
+	// this agent last read or wrote them.
+	digests inventory.Digests
 	// toCheck holds the objects a drift check saw changed and could not
 	// act on (the Sync suspended or reporting only, a sync writing, no
 	// sync yet in this process, a failed incident write): a sync compares
@@ -336,16 +340,29 @@ func (s *Store) Inventory(key client.ObjectKey, uid types.UID) ([]plan.Entry, bo
 	return st.inventory, true
 }
 
-// SetInventory records what the Inventory of key (the Sync uid) lists,
-// once read or written. entries must not change afterwards.
-func (s *Store) SetInventory(key client.ObjectKey, uid types.UID, entries []plan.Entry) {
+// SetInventory records what the Inventory of key (the Sync uid) lists
+// and what its digests say, once read or written. Neither may change
+// afterwards.
+func (s *Store) SetInventory(key client.ObjectKey, uid types.UID, entries []plan.Entry, digests inventory.Digests) {
 	st := s.state(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if entries == nil {
 		entries = []plan.Entry{}
 	}
-	st.inventory, st.inventoryUID = entries, uid
+	st.inventory, st.inventoryUID, st.digests = entries, uid, digests
+}
+
+// Digests returns what the digests of key's Inventory (the Sync uid)
+// say, as SetInventory last recorded them; nil when not known.
+func (s *Store) Digests(key client.ObjectKey, uid types.UID) inventory.Digests {
+	st := s.state(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.inventory == nil || st.inventoryUID != uid {
+		return nil
+	}
+	return st.digests
 }
 
 // Forget drops everything about key (its Sync is gone).

@@ -451,14 +451,28 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			w.Release()
 		}
 	}()
-	same := sameAsApplied(w, byID)
+	renderedJSON := w.RenderedJSON()
+	same := sameAsApplied(w, byID, renderedJSON)
+	storedEntries, _ := r.Store.Inventory(key, s.UID)
+	var checked verified
+	fromDigests := false
 	if !o.dryRun {
 		in.Known = r.knownUnchanged(s, same, marked)
+		if in.Known == nil {
+			// The first sync after a start: what the Inventory's digests
+			// show unchanged is not compared again.
+			in.Known = r.startKnown(ctx, s, w, byID, marked, o.started)
+			fromDigests = in.Known != nil
+		}
 		// An object whose render is what was applied and that differs
 		// in the cluster is a drift this sync puts back: keep what it
 		// was, to say so.
 		in.Keep = same
-		in.Written = func(obj *unstructured.Unstructured) { r.Store.Writes().Wrote(obj.GetUID(), obj.GetResourceVersion()) }
+		in.Written = func(obj *unstructured.Unstructured) {
+			r.Store.Writes().Wrote(obj.GetUID(), obj.GetResourceVersion())
+			checked.add(obj)
+		}
+		in.Found = checked.add
 		in.Record = func(ctx context.Context, entries []plan.Entry) error { return r.recordInventory(ctx, s, entries) }
 	}
 	o.compared = in.Known == nil
@@ -525,8 +539,16 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		o.inventory = previous
 	}
 	if o.inventory != nil {
+		digests := r.Store.Digests(key, s.UID)
+		if !o.dryRun && (recordsDigests(o.compared, storedEntries, o.inventory) || !sameEntries(storedEntries, o.inventory)) {
+			// What this sync verified is recorded with a comparison of
+			// every object, or with entries written anyway; otherwise it
+			// waits (a restart compares those objects again), so that a
+			// commit or a revert does not rewrite the Inventory.
+			digests = nextDigests(ctx, o.inventory, digests, checked.get(), byID, renderedJSON, r.metadataOf(s))
+		}
 		// The Inventory first, then the status that points at it.
-		if err := r.saveInventory(ctx, s, o.inventory); err != nil {
+		if err := r.saveInventory(ctx, s, o.inventory, digests); err != nil {
 			// What the Inventory lists (with the write-ahead record, all
 			// that may have been written) stays until the next sync.
 			o.inventory = nil
@@ -544,6 +566,12 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if o.compared && !o.dryRun {
 		// Every object was read, compared and, where it differed, put back.
 		r.Store.SetLastFull(key, o.started)
+	}
+	if fromDigests {
+		// Every object was compared, or shown unchanged since a
+		// verification by its digests: the next full comparison is due
+		// a FullResync after the last one recorded.
+		r.Store.SetLastFull(key, s.Status.LastComparedAt.Time)
 	}
 	if o.dryRun {
 		// Drift is only reported now: the first sync that writes again
@@ -677,13 +705,13 @@ func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, same func(plan.ID) boo
 	return func(step plan.Step) bool { return !marked[step.ID] && same(step.ID) }
 }
 
-// sameAsApplied returns a test for objects of byID (the render) that are
-// what the Sync last applied (w, the sync's hold on its gate): the
-// render's JSON equal to what was applied, told without decoding it (at
-// 10,000 objects, decoding each one again cost a one-object commit most of
-// a second), or else the same object once decoded.
-func sameAsApplied(w *Writer, byID map[plan.ID]render.Object) func(plan.ID) bool {
-	rendered := w.RenderedJSON()
+// sameAsApplied returns a test for objects of byID (the render, whose
+// JSON is rendered) that are what the Sync last applied (w, the sync's
+// hold on its gate): the render's JSON equal to what was applied, told
+// without decoding it (at 10,000 objects, decoding each one again cost a
+// one-object commit most of a second), or else the same object once
+// decoded.
+func sameAsApplied(w *Writer, byID map[plan.ID]render.Object, rendered map[plan.ID][]byte) func(plan.ID) bool {
 	return func(id plan.ID) bool {
 		if w.AppliedJSONEquals(id, rendered[id]) {
 			return true

@@ -31,7 +31,7 @@ func (r *SyncReconciler) inventoryOf(ctx context.Context, s *v1alpha1.Sync) (ent
 	if entries, ok := r.Store.Inventory(key, s.UID); ok {
 		return entries, nil, nil
 	}
-	entries, found, unreadable, err := inventory.ReadOwned(ctx, r.Client, s)
+	entries, digests, found, unreadable, err := inventory.ReadOwned(ctx, r.Client, s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -39,7 +39,7 @@ func (r *SyncReconciler) inventoryOf(ctx context.Context, s *v1alpha1.Sync) (ent
 		// A Sync just moved to this agent's shard has its Inventory still
 		// labelled with the old one, out of this cache: read it from the
 		// API server (the next write relabels it).
-		if entries, found, unreadable, err = inventory.ReadOwned(ctx, r.Reader, s); err != nil {
+		if entries, digests, found, unreadable, err = inventory.ReadOwned(ctx, r.Reader, s); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -51,7 +51,7 @@ func (r *SyncReconciler) inventoryOf(ctx context.Context, s *v1alpha1.Sync) (ent
 		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, v1alpha1.ReasonInventoryMissing, "Sync", "%s", msg)
 		r.lost.Store(key, msg)
 	}
-	r.Store.SetInventory(key, s.UID, entries)
+	r.Store.SetInventory(key, s.UID, entries, digests)
 	return entries, unreadable, nil
 }
 
@@ -75,27 +75,30 @@ func (r *SyncReconciler) takeLost(key client.ObjectKey) string {
 // recordInventory adds entries to the Sync's Inventory before a sync's
 // first write (engine.Input.Record): an agent killed in the middle of the
 // sync then finds every object it may have written in the inventory, and
-// prunes those the next revision drops.
+// prunes those the next revision drops. The digests of the objects it
+// already listed stay as they were.
 func (r *SyncReconciler) recordInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry) error {
 	previous, _, err := r.inventoryOf(ctx, s)
 	if err != nil {
 		return fmt.Errorf("record the inventory of Sync %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	return r.saveInventory(ctx, s, inventory.Union(previous, entries))
+	return r.saveInventory(ctx, s, inventory.Union(previous, entries), r.Store.Digests(client.ObjectKeyFromObject(s), s.UID))
 }
 
-// saveInventory makes the Sync's Inventory list entries, with one
-// server-side apply that creates it when it is not there yet; it writes
-// nothing when the Store's copy already lists the same entries, in any
-// order (a sync that added objects ends with the entries its write-ahead
-// record listed, in the plan's order). The Sync's status is not touched:
-// writeStatus points at the Inventory and counts it.
-func (r *SyncReconciler) saveInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry) error {
+// saveInventory makes the Sync's Inventory list entries with digests,
+// with one server-side apply that creates it when it is not there yet; it
+// writes nothing when the Store's copy already lists the same entries, in
+// any order (a sync that added objects ends with the entries its
+// write-ahead record listed, in the plan's order), with the same digests.
+// The Sync's status is not touched: writeStatus points at the Inventory
+// and counts it.
+func (r *SyncReconciler) saveInventory(ctx context.Context, s *v1alpha1.Sync, entries []plan.Entry, digests inventory.Digests) error {
 	key := client.ObjectKeyFromObject(s)
-	if known, ok := r.Store.Inventory(key, s.UID); ok && sameEntries(known, entries) && r.hasInventory(ctx, s) {
+	if known, ok := r.Store.Inventory(key, s.UID); ok && sameEntries(known, entries) &&
+		sameDigests(entries, r.Store.Digests(key, s.UID), digests) && r.hasInventory(ctx, s) {
 		return nil
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(inventory.Object(s, entries))
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(inventory.Object(s, entries, digests))
 	if err != nil {
 		return err
 	}
@@ -104,7 +107,7 @@ func (r *SyncReconciler) saveInventory(ctx context.Context, s *v1alpha1.Sync, en
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("record the inventory of Sync %s/%s in Inventory %s/%s: %w", s.Namespace, s.Name, s.Namespace, s.Name, err)
 	}
-	r.Store.SetInventory(key, s.UID, slices.Clone(entries))
+	r.Store.SetInventory(key, s.UID, slices.Clone(entries), digests)
 	return nil
 }
 

@@ -111,7 +111,7 @@ func TestAnInventoryOfAnEarlierSyncOfTheSameNameIsNotRead(t *testing.T) {
 	}
 	earlier := s.DeepCopy()
 	earlier.UID = "uid-of-a-deleted-sync"
-	leftover := inventory.Object(earlier, []plan.Entry{{ID: plan.ID{Kind: "ConfigMap", Namespace: h.ns, Name: "not-mine"}, Version: "v1"}})
+	leftover := inventory.Object(earlier, []plan.Entry{{ID: plan.ID{Kind: "ConfigMap", Namespace: h.ns, Name: "not-mine"}, Version: "v1"}}, nil)
 	if err := c.Create(context.Background(), leftover); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,9 @@ type Input struct {
 	// and who is told of each write.
 	Keep    func(plan.ID) bool
 	Written func(obj *unstructured.Unstructured)
+	// Found is passed to the apply (apply.Options): who is told of each
+	// object found equal to its desired form.
+	Found func(obj *unstructured.Unstructured)
 	// Wait says when to wait for waves to be healthy, and how to report
 	// it (see apply.WaitOptions).
 	Wait apply.WaitOptions
@@ -98,7 +101,7 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 	opts.DryRun = in.DryRun
 	opts.Wait = in.Wait
 	opts.Wait.Checks = checks
-	opts.Keep, opts.Written = in.Keep, in.Written
+	opts.Keep, opts.Written, opts.Found = in.Keep, in.Written, in.Found
 	if in.Record != nil && !in.DryRun && adds(in.Inventory, p.Inventory()) {
 		opts.BeforeWrite = func(ctx context.Context) error {
 			return in.Record(ctx, inventory.Union(in.Inventory, p.Inventory()))

@@ -15,11 +15,12 @@ import (
 	"github.com/driftless/driftless/internal/plan"
 )
 
-// Object is the Inventory of s that lists entries, in their order: s's
-// namespace and name, controlled by s so that it goes when s does, and
-// labelled with s's shard (driftless.dev/sync-shard) when s has one, so
-// that only that shard's agents cache it.
-func Object(s *v1alpha1.Sync, entries []plan.Entry) *v1alpha1.Inventory {
+// Object is the Inventory of s that lists entries, in their order, with
+// what digests knows of them: s's namespace and name, controlled by s so
+// that it goes when s does, and labelled with s's shard
+// (driftless.dev/sync-shard) when s has one, so that only that shard's
+// agents cache it.
+func Object(s *v1alpha1.Sync, entries []plan.Entry, digests Digests) *v1alpha1.Inventory {
 	list := ToStatus(entries)
 	var labels map[string]string
 	if shard, ok := s.Labels[v1alpha1.ShardLabel]; ok {
@@ -32,6 +33,7 @@ func Object(s *v1alpha1.Sync, entries []plan.Entry) *v1alpha1.Inventory {
 		}}},
 		EntryCount: len(list),
 		Entries:    list,
+		Digests:    encodeDigests(entries, digests),
 	}
 }
 
@@ -58,25 +60,27 @@ func FromObject(inv *v1alpha1.Inventory) ([]plan.Entry, error) {
 // pruned); err is a failed read, after which nothing is known: a caller
 // must not prune on an empty result then.
 func Read(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (entries []plan.Entry, unreadable, err error) {
-	entries, _, unreadable, err = ReadOwned(ctx, c, s)
+	entries, _, _, unreadable, err = ReadOwned(ctx, c, s)
 	return entries, unreadable, err
 }
 
-// ReadOwned is Read, and also says whether s's Inventory was found.
-func ReadOwned(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (entries []plan.Entry, found bool, unreadable, err error) {
+// ReadOwned is Read, and also says whether s's Inventory was found and
+// what its digests say (DigestsOf; none for entries read from the status).
+func ReadOwned(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (entries []plan.Entry, digests Digests, found bool, unreadable, err error) {
 	var inv v1alpha1.Inventory
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &inv); {
 	case err == nil && metav1.IsControlledBy(&inv, s):
 		found = true
 		entries, unreadable = FromObject(&inv)
+		digests = DigestsOf(&inv)
 	case err == nil, apierrors.IsNotFound(err), meta.IsNoMatchError(err):
 		// No Inventory (or no Inventory kind, before an agent installed
 		// it): the status says it all.
 	default:
-		return nil, false, nil, fmt.Errorf("read Inventory %s/%s of Sync %s/%s: %w", s.Namespace, s.Name, s.Namespace, s.Name, err)
+		return nil, nil, false, nil, fmt.Errorf("read Inventory %s/%s of Sync %s/%s: %w", s.Namespace, s.Name, s.Namespace, s.Name, err)
 	}
 	if len(s.Status.Inventory) == 0 {
-		return entries, found, unreadable, nil
+		return entries, digests, found, unreadable, nil
 	}
 	legacy, bad := FromStatus(&s.Status)
 	if unreadable == nil {
@@ -84,5 +88,5 @@ func ReadOwned(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (entries 
 	} else if bad != nil {
 		unreadable = errors.Join(unreadable, bad)
 	}
-	return Union(entries, legacy), found, unreadable, nil
+	return Union(entries, legacy), digests, found, unreadable, nil
 }
