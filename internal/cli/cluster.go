@@ -114,28 +114,34 @@ func (f clusterFlags) connect() (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	host := cfg.rest.Host
+	return connectREST(cfg.rest, cfg.namespace)
+}
+
+// connectREST connects to the API server of rc; namespace is its
+// kubeconfig context's, for messages and defaults.
+func connectREST(rc *rest.Config, namespace string) (*cluster, error) {
+	host := rc.Host
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
 	}
-	httpClient, err := rest.HTTPClientFor(cfg.rest)
+	httpClient, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the API server %s: %w", host, err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg.rest, httpClient)
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(rc, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the API server %s: %w", host, err)
 	}
 	cached := memory.NewMemCacheClient(dc)
 	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
-	c, err := client.NewWithWatch(cfg.rest, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient})
+	c, err := client.NewWithWatch(rc, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient})
 	if err != nil {
 		return nil, fmt.Errorf("connect to the API server %s: %w", host, err)
 	}
-	return &cluster{client: c, mapper: mapper, discovery: dc, namespace: cfg.namespace, host: host}, nil
+	return &cluster{client: c, mapper: mapper, discovery: dc, namespace: namespace, host: host}, nil
 }
 
 // syncClient connects to the cluster of the flags. It also returns the

@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -49,6 +51,15 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if s.Spec.Suspend {
 		fmt.Fprintf(warn, "Warning: Sync %s is suspended: the agent changes nothing until spec.suspend is false\n", key)
 	}
+	// The Sync, its Inventory, variables and keys are in this cluster;
+	// a Sync with spec.kubeConfig applies to another, which the diff
+	// compares with, rendered with that cluster's kinds and version.
+	target := client.Client(c)
+	if s.Spec.KubeConfig != nil {
+		if target, ropts, err = remoteTarget(ctx, c, &s, ropts); err != nil {
+			return nil, err
+		}
+	}
 	if ropts.Variables, err = engine.Variables(ctx, c, &s); err != nil {
 		return nil, fmt.Errorf("variables of Sync %s: %w", key, err)
 	}
@@ -76,7 +87,7 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 		fmt.Fprintf(warn, "Warning: Sync %s: %v; they are left out of the diff\n", key, unreadable)
 	}
 	secrets := engine.Redactor(ropts.Variables, objects)
-	res := engine.Run(ctx, c, engine.Input{Sync: &s, Objects: objects, Inventory: previous, DryRun: true})
+	res := engine.Run(ctx, target, engine.Input{Sync: &s, Objects: objects, Inventory: previous, DryRun: true})
 	if res.Err != nil {
 		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, secrets.Error(res.Err))
 	}
@@ -93,6 +104,43 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 		return nil, err
 	}
 	return r, nil
+}
+
+// remoteTimeout bounds each request of a diff to a Sync's remote
+// cluster, so that a cluster that does not answer ends the diff.
+const remoteTimeout = 30 * time.Second
+
+// remoteTarget connects to the cluster s applies to (spec.kubeConfig),
+// with the kubeconfig of its Secret, which c reads with the user's
+// rights, impersonating spec.serviceAccountName there as the agent does,
+// and returns that cluster's client and ropts with its kinds'
+// scopes and its .Capabilities. Errors name the Secret and the server,
+// never what the Secret holds.
+func remoteTarget(ctx context.Context, c client.Client, s *v1alpha1.Sync, ropts engine.RenderOptions) (client.Client, engine.RenderOptions, error) {
+	secret := client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.KubeConfig.SecretRef.Name}
+	kc, err := engine.ReadKubeConfig(ctx, c, s)
+	switch {
+	case apierrors.IsForbidden(err):
+		return nil, ropts, fmt.Errorf("Sync %s applies to cluster %s, whose kubeconfig is in Secret %s, which you may not read: ask for get on that Secret to diff it", client.ObjectKeyFromObject(s), s.TargetCluster(), secret)
+	case err != nil:
+		return nil, ropts, fmt.Errorf("Sync %s applies to another cluster: %w", client.ObjectKeyFromObject(s), err)
+	}
+	rc := rest.CopyConfig(kc.Config)
+	rc.Timeout = remoteTimeout
+	if sa := s.Spec.ServiceAccountName; sa != "" {
+		// As the agent acts there: the kubeconfig's user impersonating
+		// the Sync's ServiceAccount.
+		rc.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + s.Namespace + ":" + sa}
+	}
+	cl, err := connectREST(rc, "")
+	if err != nil {
+		return nil, ropts, err
+	}
+	ropts.Scope = engine.MapperScope{Mapper: cl.mapper}
+	if ropts.KubeVersion, ropts.APIVersions, err = engine.Capabilities(cl.discovery); err != nil {
+		return nil, ropts, fmt.Errorf("connect to cluster %s, which Sync %s applies to: %w", cl.host, client.ObjectKeyFromObject(s), err)
+	}
+	return cl.client, ropts, nil
 }
 
 func parseSyncKey(s string) (client.ObjectKey, error) {

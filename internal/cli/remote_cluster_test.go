@@ -187,6 +187,44 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 		})
 	})
 
+	t.Run("diff --sync compares with B, where the objects are", func(t *testing.T) {
+		kubeconfig := env.ControlPlane.KubeconfigPath()
+		// In sync: nothing to show (before, every object showed as to be
+		// created, compared with A).
+		runDiffCommand(t, "--sync", key.String(), "--kubeconfig", kubeconfig).expect(t, 0)
+		// Suspended, a hand edit in B stays, and the diff shows it.
+		setSuspend := func(suspend bool) {
+			var s v1alpha1.Sync
+			if err := c.Get(ctx, key, &s); err != nil {
+				t.Fatal(err)
+			}
+			s.Spec.Suspend = suspend
+			if err := c.Update(ctx, &s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setSuspend(true)
+		var cm corev1.ConfigMap
+		if err := cb.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &cm); err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["greeting"] = "edited-while-suspended"
+		if err := cb.Update(ctx, &cm, client.FieldOwner("kubectl-edit")); err != nil {
+			t.Fatal(err)
+		}
+		d := runDiffCommand(t, "--sync", key.String(), "--kubeconfig", kubeconfig, "-o", "json").expect(t, 1).json(t)
+		if len(d.Changes) != 1 || d.Changes[0].Action != "update" || !strings.Contains(d.Changes[0].ID, "web-config") || !strings.Contains(d.Changes[0].Diff, "edited-while-suspended") {
+			t.Errorf("diff --sync of a Sync of B after a hand edit in B: %+v, want one update of web-config showing the edit", d.Changes)
+		}
+		setSuspend(false)
+		agent.Eventually("the edit is put back once the Sync is resumed", func() string {
+			if got := greeting(cb); got != "v1" {
+				return "greeting in B = " + got
+			}
+			return ""
+		})
+	})
+
 	t.Run("B unreachable: ClusterUnreachable naming its server, nothing deleted; B back: converges", func(t *testing.T) {
 		if err := b.ControlPlane.StopComponent(testenv.APIServer); err != nil {
 			t.Fatal(err)
