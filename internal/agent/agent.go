@@ -144,6 +144,7 @@ func (a *Agent) Setup() error {
 		wake = make(chan controller.WakeUp)
 	}
 	a.syncs, err = controller.Setup(mgr, controller.Options{
+		Shard:         checked.shard,
 		CacheDir:      o.CacheDir,
 		CacheMaxSize:  checked.cacheMaxSize,
 		DryRun:        o.DryRun,

@@ -58,6 +58,8 @@ type Clusters struct {
 	// watches makes the drift watches of a cluster's cache (see
 	// Watches.remote); nil watches nothing.
 	watches func(c cache.Cache, cluster string) *Watches
+	// shard selects the managed objects the drift watches list there.
+	shard *Shard
 
 	mu       sync.Mutex
 	clusters map[string]*remoteCluster
@@ -243,7 +245,7 @@ func (c *Clusters) build(key string, kc *engine.KubeConfig) (*remoteCluster, err
 	rc := &remoteCluster{key: key, version: kc.Version, server: kc.Server, mapper: mapper, identities: ids,
 		discovery: dc, probe: probe, stop: func() {}}
 	if c.watches != nil {
-		opts := CacheOptions()
+		opts := ShardCacheOptions(c.shard)
 		opts.ByObject = nil // no Syncs or Inventories there
 		opts.HTTPClient, opts.Scheme, opts.Mapper = httpClient, c.scheme, mapper
 		ca, err := cache.New(cfg, opts)

@@ -39,6 +39,10 @@ const DefaultConcurrency = 16
 
 // Options configure the agent's controllers.
 type Options struct {
+	// Shard is the agent's shard (agent --shard): the drift watches of
+	// remote clusters list only its Syncs' objects, as the manager's
+	// cache (ShardCacheOptions) does here. nil: every Sync.
+	Shard *Shard
 	// CacheDir holds the git mirrors (see source.Mirror).
 	CacheDir string
 	// CacheMaxSize bounds the git mirrors and charts in CacheDir, in
@@ -161,6 +165,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 	}
 	syncs.Watches = watches
 	clusters.watches = watches.remote
+	clusters.shard = opts.Shard
 	// The remote clusters' watches end with the manager.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
