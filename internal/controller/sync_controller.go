@@ -540,11 +540,16 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	}
 	if o.inventory != nil {
 		digests := r.Store.Digests(key, s.UID)
-		if !o.dryRun && (recordsDigests(o.compared, storedEntries, o.inventory) || !sameEntries(storedEntries, o.inventory)) {
+		// The entries as the Inventory now lists them: a write-ahead
+		// record of this sync may have listed o.inventory already.
+		written, _ := r.Store.Inventory(key, s.UID)
+		if !o.dryRun && (recordsDigests(o.compared, storedEntries, o.inventory) || !sameEntries(written, o.inventory)) {
 			// What this sync verified is recorded with a comparison of
 			// every object, or with entries written anyway; otherwise it
 			// waits (a restart compares those objects again), so that a
-			// commit or a revert does not rewrite the Inventory.
+			// commit, a revert or a small Sync's first sync (whose
+			// write-ahead record listed its entries) does not rewrite the
+			// Inventory.
 			digests = nextDigests(ctx, o.inventory, digests, checked.get(), byID, renderedJSON, r.metadataOf(s))
 		}
 		// The Inventory first, then the status that points at it.
