@@ -88,6 +88,30 @@ func TestAHandEditMadeWhileSuspendedIsPutBackOnResume(t *testing.T) {
 	}
 }
 
+// A suspend and a resume the agent never saw apart (both made before its
+// next reconcile): the sync after them still compares every object and
+// puts back a hand edit made in between, which the watches did not report.
+func TestASuspendAndResumeTheAgentMissedStillCompareEveryObject(t *testing.T) {
+	h := newHarness(t)
+	h.r.Watches = deafWatches{}
+	rev := h.repo.Commit(t, "shop", map[string]string{"shop/cart.yaml": cartConfig, "shop/other.yaml": configMap("other", "v1")})
+	h.createSync("default", func(s *v1alpha1.Sync) { s.Spec.Interval = metav1.Duration{Duration: time.Hour} })
+	h.expectReady(h.reconcile("default"))
+	h.reconcile("default") // the Ready status read back: the next sync trusts the watches
+
+	h.setSpec("default", func(s *v1alpha1.Sync) { s.Spec.Suspend = true })
+	patchCurrency(t, h.ns, "JPY")
+	h.setSpec("default", func(s *v1alpha1.Sync) { s.Spec.Suspend = false })
+	s := h.reconcile("default")
+	if got := currency(t, h.ns); got != "USD" {
+		t.Fatalf("CURRENCY = %s after the resume's sync, want USD (git): the hand edit made while suspended was not compared", got)
+	}
+	drifted := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionDrifted)
+	if drifted == nil || !strings.HasPrefix(drifted.Message, "the cluster matches "+rev[:7]+": every live object compared at") {
+		t.Errorf("Drifted = %+v, want the cluster matches %s: every live object compared at …", drifted, rev[:7])
+	}
+}
+
 // deafWatches claims to watch every kind and sees nothing: a drift the
 // watches missed, which a real watch cannot be made to miss on demand.
 type deafWatches struct{}

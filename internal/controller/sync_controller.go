@@ -600,10 +600,19 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 // seen unable to write since its last full comparison (Store.CompareAll:
 // suspended, a dry run, selfHeal off) — so the sync after a resume, a
 // switch from DryRun to Apply or selfHeal turned on puts back what
-// changed meanwhile. Other spec changes do not: they cost what a new
-// revision costs.
+// changed meanwhile —, or the agent missed a version of the spec (one of
+// them may have been such a pause: a suspend and a resume in quick
+// succession). Other spec changes do not: they cost what a new revision
+// costs.
 func (r *SyncReconciler) mustCompare(s *v1alpha1.Sync) bool {
-	return requestPending(s) || r.Store.CompareAll(client.ObjectKeyFromObject(s))
+	return requestPending(s) || r.Store.CompareAll(client.ObjectKeyFromObject(s)) || missedSpec(s)
+}
+
+// missedSpec reports whether s's spec changed more than once since the
+// agent last recorded a sync of it (status.observedGeneration), so that
+// it did not see every version of the spec.
+func missedSpec(s *v1alpha1.Sync) bool {
+	return s.Status.ObservedGeneration > 0 && s.Generation-s.Status.ObservedGeneration > 1
 }
 
 // comparedMarks returns the objects of marked that a sync compared with
