@@ -121,9 +121,9 @@ func remoteTarget(ctx context.Context, c client.Client, s *v1alpha1.Sync, ropts 
 	kc, err := engine.ReadKubeConfig(ctx, c, s)
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, ropts, fmt.Errorf("Sync %s applies to cluster %s, whose kubeconfig is in Secret %s, which you may not read: ask for get on that Secret to diff it", client.ObjectKeyFromObject(s), s.TargetCluster(), secret)
+		return nil, ropts, fmt.Errorf("the Sync %s applies to cluster %s, whose kubeconfig is in Secret %s, which you may not read: ask for get on that Secret to diff it", client.ObjectKeyFromObject(s), s.TargetCluster(), secret)
 	case err != nil:
-		return nil, ropts, fmt.Errorf("Sync %s applies to another cluster: %w", client.ObjectKeyFromObject(s), err)
+		return nil, ropts, fmt.Errorf("the Sync %s applies to another cluster: %w", client.ObjectKeyFromObject(s), err)
 	}
 	rc := rest.CopyConfig(kc.Config)
 	rc.Timeout = remoteTimeout
