@@ -63,7 +63,7 @@ const (
 // real control plane and the real agent, and checks the requests each
 // phase made against the budgets above.
 func TestRequestBudgets(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && !testenv.CI() {
 		t.Skip("starts a control plane")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -170,7 +170,7 @@ func TestRequestBudgets(t *testing.T) {
 // TestFleetRequestBudget runs the bench's fleet case with 20 Syncs and
 // checks the requests of their first syncs against the budget above.
 func TestFleetRequestBudget(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && !testenv.CI() {
 		t.Skip("starts a control plane")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

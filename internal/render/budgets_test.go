@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // aliasBomb is a document whose one anchored string of size bytes is
@@ -170,7 +172,7 @@ func TestRenderBudgets(t *testing.T) {
 }
 
 func TestRenderRefusesATreeOfManyFilesWithTheDefaults(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && !testenv.CI() {
 		t.Skip("writes 100,000 files")
 	}
 	// The render refuses the tree before it reads a file, so the files of
