@@ -3,9 +3,7 @@ package controller
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -118,17 +116,7 @@ func TestOCISyncWithVerifyAppliesOnlyArtifactsSignedByATrustedCosignKey(t *testi
 
 	// Signed by the real cosign CLI with the trusted key: applied; with
 	// another key: refused.
-	cosign := testenv.CosignCLI(t)
-	dir := t.TempDir()
-	env := append(os.Environ(), "COSIGN_PASSWORD=pw", "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"))
-	run := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command(cosign, args...)
-		cmd.Dir, cmd.Env = dir, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	dir, run := testenv.CosignRunner(t)
 	run("generate-key-pair")
 	pub, err := os.ReadFile(filepath.Join(dir, "cosign.pub"))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,6 +88,25 @@ func CosignCLI(t testing.TB) string {
 		MissingTool(t, "the cosign CLI is not at %s: run make cosign (or set DRIFTLESS_COSIGN_BIN) to test signatures made by cosign", bin)
 	}
 	return bin
+}
+
+// CosignRunner returns a fresh directory and a function that runs the
+// real cosign CLI (CosignCLI) in it, with that directory as its home and
+// TUF root and "pw" as the password of the key pairs it makes; a failed
+// run ends the test with cosign's output.
+func CosignRunner(t testing.TB) (dir string, run func(args ...string)) {
+	t.Helper()
+	cosign := CosignCLI(t)
+	dir = t.TempDir()
+	env := append(os.Environ(), "COSIGN_PASSWORD=pw", "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"))
+	return dir, func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(cosign, args...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }
 
 // moduleRoot is the directory of go.mod above the working directory.

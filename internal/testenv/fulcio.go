@@ -13,9 +13,7 @@ import (
 	"math/big"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -100,17 +98,7 @@ func (f *Fulcio) TrustedRoot(t testing.TB) []byte {
 // its chain, and no transparency log upload.
 func (f *Fulcio) SignWithCosign(t testing.TB, ref, issuer, subject string) {
 	t.Helper()
-	cosign := CosignCLI(t)
-	dir := t.TempDir()
-	env := append(os.Environ(), "COSIGN_PASSWORD=pw", "HOME="+dir, "TUF_ROOT="+filepath.Join(dir, "tuf"))
-	run := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command(cosign, args...)
-		cmd.Dir, cmd.Env = dir, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("cosign %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	dir, run := CosignRunner(t)
 	run("generate-key-pair")
 	pubPEM, err := os.ReadFile(filepath.Join(dir, "cosign.pub"))
 	if err != nil {
