@@ -26,6 +26,7 @@ type target struct {
 type watcher interface {
 	Ensure(ctx context.Context, key client.ObjectKey, gvks []schema.GroupVersionKind, since time.Time) error
 	Covers(gvks []schema.GroupVersionKind) bool
+	NotWatched(gvks []schema.GroupVersionKind) []string
 	Release(key client.ObjectKey)
 }
 

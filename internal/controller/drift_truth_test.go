@@ -119,8 +119,9 @@ type deafWatches struct{}
 func (deafWatches) Ensure(context.Context, client.ObjectKey, []schema.GroupVersionKind, time.Time) error {
 	return nil
 }
-func (deafWatches) Covers([]schema.GroupVersionKind) bool { return true }
-func (deafWatches) Release(client.ObjectKey)              {}
+func (deafWatches) Covers([]schema.GroupVersionKind) bool         { return true }
+func (deafWatches) NotWatched([]schema.GroupVersionKind) []string { return nil }
+func (deafWatches) Release(client.ObjectKey)                      {}
 
 // `driftless reconcile` compares every live object, whatever the watches
 // say, puts back what differs and says what it put back; an interval that

@@ -528,6 +528,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		if err := watches.Ensure(ctx, key, kindsOf(watched), o.started); err != nil {
 			log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
 		}
+		o.unwatched = watches.NotWatched(kindsOf(watched))
 	}
 	if tgt.remote != nil && r.Watches != nil {
 		// What it held here, when it applied here, is let go.

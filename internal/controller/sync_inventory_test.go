@@ -215,8 +215,9 @@ type watchingAll struct{}
 func (watchingAll) Ensure(context.Context, client.ObjectKey, []schema.GroupVersionKind, time.Time) error {
 	return nil
 }
-func (watchingAll) Release(client.ObjectKey)              {}
-func (watchingAll) Covers([]schema.GroupVersionKind) bool { return true }
+func (watchingAll) Release(client.ObjectKey)                      {}
+func (watchingAll) Covers([]schema.GroupVersionKind) bool         { return true }
+func (watchingAll) NotWatched([]schema.GroupVersionKind) []string { return nil }
 
 func TestASyncThatDidNotMoveTheStatusInventoryDoesNotRewriteItsStatus(t *testing.T) {
 	h := newHarness(t)

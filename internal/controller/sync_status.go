@@ -46,6 +46,10 @@ type outcome struct {
 	lastCompared time.Time
 	// reverted words each drift the sync put back (revertedDrift).
 	reverted []string
+	// unwatched words each kind of the Sync's objects the drift watches
+	// could not watch (Watches.NotWatched): their drift is put back at
+	// the interval, not at once.
+	unwatched []string
 	// hold is the hold the sync applied (see heldRevision), or nil.
 	hold *held
 	// cluster is the server of the Sync's remote cluster; "" for the
@@ -124,7 +128,16 @@ func (o outcome) message() string {
 	if adopted := o.changes.Adopted(); len(adopted) > 0 {
 		msg += "; " + adoptedMessage(adopted)
 	}
+	if len(o.unwatched) > 0 {
+		msg += "; " + unwatchedMessage(o.unwatched)
+	}
 	return truncate(withNote(msg, o.inventoryLost))
+}
+
+// unwatchedMessage says which kinds of the Sync's objects are not watched
+// for drift, and what that means for them.
+func unwatchedMessage(kinds []string) string {
+	return fmt.Sprintf("not watched for drift, so a change by hand is put back at the interval, not at once (the agent tries the watch again with a back-off up to 10 min; check the agent's RBAC and the API serving the kind): %s", strings.Join(kinds, "; "))
 }
 
 // withNote joins a note to msg, when there is one.

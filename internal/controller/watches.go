@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -185,6 +186,28 @@ func (w *Watches) Ensure(ctx context.Context, key client.ObjectKey, gvks []schem
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// NotWatched words each kind of gvks whose watch was refused and is not
+// running: the kind and why, with no time in it, so that a Sync's
+// condition says it and stays the same from one sync to the next while
+// the kind stays unwatchable. Sorted; empty when every kind is watched.
+func (w *Watches) NotWatched(gvks []schema.GroupVersionKind) []string {
+	if w == nil {
+		return nil
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	var out []string
+	for _, gvk := range gvks {
+		r, refused := w.refused[gvk]
+		if !refused || w.kinds[gvk] {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s (%s): %v", gvk.Kind, gvk.GroupVersion(), r.err))
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Release records that the Sync key holds nothing any more (it is gone,

@@ -73,6 +73,24 @@ func TestAKindThatCannotBeWatchedIsNotWaitedForAgainUntilItsBackOffPasses(t *tes
 	if got := w.startCount(); got != 2 {
 		t.Fatalf("the second sync started a watch again (%d started, want 2): it waited for Unserved again", got)
 	}
+
+	// What the Sync's Ready condition says: the kind, its group and
+	// version, and why, the same at each sync while it is refused (a
+	// time in it would rewrite the status at every interval).
+	notWatched := w.NotWatched(kinds)
+	if len(notWatched) != 1 || !strings.HasPrefix(notWatched[0], "Unserved (refused.driftless.test/v1): ") {
+		t.Fatalf("NotWatched = %q, want one entry for Unserved", notWatched)
+	}
+	if again := w.NotWatched(kinds); strings.Join(again, "|") != strings.Join(notWatched, "|") {
+		t.Fatalf("NotWatched changed between two syncs: %q, then %q", notWatched, again)
+	}
+	msg := outcome{revision: "abc1234", unwatched: notWatched}.message()
+	if !strings.Contains(msg, "not watched for drift") || !strings.Contains(msg, "put back at the interval") || !strings.Contains(msg, "Unserved (refused.driftless.test/v1)") {
+		t.Fatalf("the Ready message does not say Unserved is not watched and what that means: %q", msg)
+	}
+	if got := w.NotWatched([]schema.GroupVersionKind{configMaps}); len(got) != 0 {
+		t.Fatalf("ConfigMaps are watched, NotWatched says %q", got)
+	}
 }
 
 // A sync cancelled (the agent stopping) during the wait for a watch that
