@@ -24,6 +24,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/agent"
 	"github.com/driftless/driftless/internal/agent/agenttest"
+	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -110,8 +111,20 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 	if diff := cmp.Diff(notifyState, find[*rbacv1.Role](t, objs, namespace, "driftless-notify").Rules); diff != "" {
 		t.Errorf("Role driftless-notify rules (-want +got):\n%s", diff)
 	}
+	pushRelay := []rbacv1.PolicyRule{
+		// receiver.Relay.Publish (a sharded agent's receiver): creates the
+		// push notices' ConfigMap once,
+		rule("", "configmaps", "create"),
+		// then reads and updates it; receiver.Relay.Start lists and
+		// watches it (by name) in every sharded agent.
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{receiver.RelayConfigMap}, Verbs: []string{"get", "list", "watch", "update"}},
+	}
+	if diff := cmp.Diff(pushRelay, find[*rbacv1.Role](t, objs, namespace, "driftless-push-relay").Rules); diff != "" {
+		t.Errorf("Role driftless-push-relay rules (-want +got):\n%s", diff)
+	}
 	// Nothing else grants the agent anything; cluster-admin goes to the
 	// root Sync's ServiceAccount only.
+	roles := []string{"driftless-leader-election", "driftless-admission", "driftless-notify", "driftless-push-relay"}
 	for _, o := range objs {
 		switch b := o.(type) {
 		case *rbacv1.ClusterRole:
@@ -119,7 +132,7 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 				t.Errorf("an unexpected ClusterRole %s", b.Name)
 			}
 		case *rbacv1.Role:
-			if b.Name != "driftless-leader-election" && b.Name != "driftless-admission" && b.Name != "driftless-notify" {
+			if !slices.Contains(roles, b.Name) {
 				t.Errorf("an unexpected Role %s", b.Name)
 			}
 		case *rbacv1.ClusterRoleBinding:
@@ -128,7 +141,6 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 				t.Errorf("ClusterRoleBinding %s binds %s to %+v", b.Name, b.RoleRef.Name, b.Subjects)
 			}
 		case *rbacv1.RoleBinding:
-			roles := []string{"driftless-leader-election", "driftless-admission", "driftless-notify"}
 			if !slices.Contains(roles, b.RoleRef.Name) || len(b.Subjects) != 1 || b.Subjects[0].Name != "driftless" {
 				t.Errorf("RoleBinding %s binds %s to %+v", b.Name, b.RoleRef.Name, b.Subjects)
 			}

@@ -140,7 +140,9 @@ func (a *Agent) Setup() error {
 	}
 	a.mgr = mgr
 	var wake chan controller.WakeUp
-	if o.WebhookAddr != "" {
+	if o.WebhookAddr != "" || checked.shard != nil {
+		// A sharded agent is also woken by the pushes another shard's
+		// receiver took (receiver.Relay).
 		wake = make(chan controller.WakeUp)
 	}
 	a.syncs, err = controller.Setup(mgr, controller.Options{
@@ -176,7 +178,27 @@ func (a *Agent) Setup() error {
 	if err := imagecontroller.Setup(mgr, imageOpts); err != nil {
 		return err
 	}
-	if wake != nil {
+	var relay *receiver.Relay
+	if checked.shard != nil {
+		watcher, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			return err
+		}
+		relay, err = receiver.NewRelay(receiver.RelayOptions{
+			Client:    watcher,
+			Namespace: o.Namespace,
+			Shard:     checked.shard.Name,
+			Syncs:     mgr.GetClient(),
+			Wake:      wake,
+		})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(relay); err != nil {
+			return err
+		}
+	}
+	if o.WebhookAddr != "" {
 		hooks, err := receiver.New(receiver.Options{
 			Addr:           o.WebhookAddr,
 			Secret:         types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookSecret},
@@ -187,6 +209,7 @@ func (a *Agent) Setup() error {
 			Recorder:       mgr.GetEventRecorder("driftless-webhook-receiver"),
 			Limits:         receiver.DefaultLimits(),
 			TrustedProxies: checked.trustedProxies,
+			Relay:          relay,
 		})
 		if err != nil {
 			return err

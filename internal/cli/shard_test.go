@@ -3,8 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,6 +28,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/agent"
 	"github.com/driftless/driftless/internal/agent/agenttest"
+	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -142,12 +148,7 @@ func TestShardsServeTheirSyncsAndHandOverARelabelledOne(t *testing.T) {
 	agentNS, ns, agentCfg, repo, first := shardFixture(t)
 	a, writesA := startShard(t, agentCfg, agentNS, "a", nil)
 	b, writesB := startShard(t, agentCfg, agentNS, "b", nil)
-	web := shardedSync(ns, "web", repo.HTTPURL(), "a")
-	api := shardedSync(ns, "api", repo.HTTPURL(), "b")
-	createSyncs(a, web, api)
-	webKey, apiKey := client.ObjectKeyFromObject(web), client.ObjectKeyFromObject(api)
-	a.Eventually("shard a applies web", agenttest.AppliedAt(c, webKey, first))
-	b.Eventually("shard b applies api", agenttest.AppliedAt(c, apiKey, first))
+	webKey, _ := webOnAAndAPIOnB(a, b, ns, repo, first)
 
 	t.Run("each shard applies only its own Syncs", func(t *testing.T) {
 		if n := writesA.to("/configmaps/web-config"); n == 0 {
@@ -321,6 +322,19 @@ func shardFixture(t *testing.T) (agentNS, ns string, cfg *rest.Config, repo *tes
 	return agentNS, ns, cfg, repo, first
 }
 
+// webOnAAndAPIOnB creates the Syncs web in shard a and api in shard b
+// (shardFixture's apps), and waits until each shard's agent has applied
+// its Sync at first.
+func webOnAAndAPIOnB(a, b *agenttest.Agent, ns string, repo *testenv.Repo, first string) (web, api client.ObjectKey) {
+	webSync := shardedSync(ns, "web", repo.HTTPURL(), "a")
+	apiSync := shardedSync(ns, "api", repo.HTTPURL(), "b")
+	createSyncs(a, webSync, apiSync)
+	web, api = client.ObjectKeyFromObject(webSync), client.ObjectKeyFromObject(apiSync)
+	a.Eventually("shard a applies web", agenttest.AppliedAt(c, web, first))
+	b.Eventually("shard b applies api", agenttest.AppliedAt(c, api, first))
+	return web, api
+}
+
 // createSyncs creates syncs once the agent a has installed their CRD.
 func createSyncs(a *agenttest.Agent, syncs ...*v1alpha1.Sync) {
 	a.Eventually("the Syncs are created (the agents install their CRD as they start)", func() string {
@@ -360,5 +374,72 @@ func eventAbout(namespace, name, want string) func() string {
 			}
 		}
 		return fmt.Sprintf("no event about Sync %s/%s says %q", namespace, name, want)
+	}
+}
+
+// A git host calls one address, which reaches one shard's agent (install
+// --shards routes the webhook Service to the agent of the Syncs without a
+// shard label); a push still wakes the Syncs of the other shards at once:
+// the receiving agent passes it on through the ConfigMap
+// driftless-push-notices, which each sharded agent watches. Both Syncs'
+// interval is an hour, so only a wake-up brings the new commit in.
+func TestAPushToOneShardsReceiverWakesTheSyncsOfTheOthers(t *testing.T) {
+	ctx := context.Background()
+	agentNS, ns, agentCfg, repo, first := shardFixture(t)
+	const key = "s3cret"
+	if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "webhook", Namespace: agentNS},
+		Data: map[string][]byte{"generic": []byte(key)}}); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	a, _ := startShard(t, agentCfg, agentNS, "a", func(o *agent.Options) { o.WebhookAddr, o.WebhookSecret = addr, "webhook" })
+	b, _ := startShard(t, agentCfg, agentNS, "b", nil)
+	webKey, apiKey := webOnAAndAPIOnB(a, b, ns, repo, first)
+
+	second := repo.Commit(t, "both apps v2", map[string]string{
+		"apps/web/config.yaml": agenttest.ConfigMap(ns, "web-config", "v2"),
+		"apps/api/config.yaml": agenttest.ConfigMap(ns, "api-config", "v2"),
+	})
+	body := fmt.Appendf(nil, `{"repository": %q, "ref": "refs/heads/main"}`, repo.HTTPURL())
+	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write(body)
+	var reply receiver.Reply
+	a.Eventually("shard a's receiver takes the push", func() string {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/generic", bytes.NewReader(body))
+		if err != nil {
+			return err.Error()
+		}
+		req.Header.Set("X-Driftless-Signature", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		reply = receiver.Reply{}
+		if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil {
+			return fmt.Sprintf("%d: %v", resp.StatusCode, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Sprintf("%d: %+v", resp.StatusCode, reply)
+		}
+		return ""
+	})
+	if want := []string{ns + "/web"}; !slices.Equal(reply.Woken, want) || !strings.Contains(reply.Message, "passed to the other shards") {
+		t.Errorf("reply %+v: want woken %v (shard a's) and the push passed to the other shards", reply, want)
+	}
+	a.Eventually("shard a applies web's new commit", agenttest.AppliedAt(c, webKey, second))
+	b.Eventually("shard b applies api's new commit, woken by the push shard a took", agenttest.AppliedAt(c, apiKey, second))
+
+	var notices corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: receiver.RelayConfigMap}, &notices); err != nil {
+		t.Fatalf("the push notices' ConfigMap: %v", err)
+	}
+	if got := notices.Data["notices"]; !strings.Contains(got, repo.HTTPURL()) || !strings.Contains(got, `"from":"a"`) || strings.Contains(got, key) {
+		t.Errorf("the push notices' ConfigMap holds %s; want the push from shard a, naming the repository, and no secret", got)
 	}
 }

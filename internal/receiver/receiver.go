@@ -70,6 +70,10 @@ type Options struct {
 	// is limited by its TCP peer, since anyone can write X-Forwarded-For;
 	// behind a proxy all requests then share the proxy's bucket.
 	TrustedProxies []netip.Prefix
+	// Relay, when set (a sharded agent: agent --shard), passes each push
+	// to the agents of the other shards, whose Syncs this agent does
+	// not see; nil wakes this agent's Syncs only.
+	Relay *Relay
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -313,10 +317,22 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.answer(w, name, http.StatusServiceUnavailable, "unavailable", "could not wake the Syncs; try again")
 		return
 	}
+	if r.opts.Relay != nil {
+		if err := r.opts.Relay.Publish(req.Context(), push, namespace, arrived); err != nil {
+			forget()
+			r.log.Error(err, "could not pass a push notice to the other shards", "provider", name, "refs", push.Refs, "configMap", RelayConfigMap)
+			r.answer(w, name, http.StatusServiceUnavailable, "unavailable", "could not pass the push to the other shards' agents; try again")
+			return
+		}
+	}
 	r.log.Info("push received", "endpoint", endpoint, "delivery", strings.TrimPrefix(delivery, endpoint+"/"), "refs", push.Refs, "woken", woken)
 	msg, result := fmt.Sprintf("woke %d Sync(s)", len(woken)), "woken"
 	if len(woken) == 0 {
 		msg, result = "no Sync follows "+strings.Join(push.Refs, ", ")+" of this repository", "no_match"
+	}
+	if r.opts.Relay != nil {
+		// woken are this shard's; the other shards' agents wake theirs.
+		msg, result = fmt.Sprintf("woke %d Sync(s) of this shard; passed to the other shards' agents", len(woken)), "woken"
 	}
 	r.reply(w, name, http.StatusOK, Reply{Message: msg, Woken: woken}, result)
 }
@@ -326,20 +342,27 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // notice arrived. On error some may have been enqueued; waking twice is
 // harmless.
 func (r *Receiver) wake(ctx context.Context, p Push, namespace string, notice time.Time) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Limits.WakeTimeout)
+	defer cancel()
+	return wakeMatching(ctx, r.opts.Syncs, r.opts.Wake, p, namespace, notice)
+}
+
+// wakeMatching hands each Sync of syncs that p matches (of namespace only,
+// unless "") to wake, until ctx is done, and returns them as
+// namespace/name.
+func wakeMatching(ctx context.Context, syncs client.Reader, wake chan<- controller.WakeUp, p Push, namespace string, notice time.Time) ([]string, error) {
 	var list v1alpha1.SyncList
 	var opts []client.ListOption
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
-	if err := r.opts.Syncs.List(ctx, &list, opts...); err != nil {
+	if err := syncs.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("list Syncs: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.opts.Limits.WakeTimeout)
-	defer cancel()
 	woken := []string{}
 	for _, s := range Match(list.Items, p) {
 		select {
-		case r.opts.Wake <- controller.WakeUp{Sync: s, Notice: notice}:
+		case wake <- controller.WakeUp{Sync: s, Notice: notice}:
 			woken = append(woken, s.Namespace+"/"+s.Name)
 		case <-ctx.Done():
 			return woken, fmt.Errorf("hand Sync %s/%s to the Sync controller: %w", s.Namespace, s.Name, ctx.Err())
