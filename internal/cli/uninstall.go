@@ -22,6 +22,8 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/admission"
+	"github.com/driftless/driftless/internal/agent"
+	"github.com/driftless/driftless/internal/receiver"
 )
 
 // uninstallOptions are the flags of `driftless uninstall`.
@@ -39,9 +41,11 @@ func newUninstallCommand() *cobra.Command {
 		Use:   "uninstall",
 		Short: "Remove the agent from the cluster; managed objects stay",
 		Long: `Remove what "driftless install" put in the cluster: the agent's Deployment
-(waiting until its pods are gone), its Service, service account, RBAC, deploy
-key Secret, admission webhook and its certificate. The namespace, the Syncs
-and every object they manage stay as they are.
+and the shard Deployments of install --shards (waiting until their pods are
+gone), its Service, service account, RBAC, deploy key Secret, admission
+webhook and its certificate, and the ConfigMaps the agent keeps its own state
+in (notifications sent, push notices passed between shards). The namespace,
+the Syncs and every object they manage stay as they are.
 
 With --crds it also removes the Sync CRD and its admission policy, which
 deletes every Sync of the cluster: their finalizers are removed first, so
@@ -132,6 +136,11 @@ func runUninstall(ctx context.Context, o *uninstallOptions, in io.Reader, out, e
 	}
 	for _, name := range []string{deployKeySecret, admission.SecretName} {
 		if err := remove(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: name}}); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{agent.NotifyStateConfigMap, receiver.RelayConfigMap} {
+		if err := remove(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: name}}); err != nil {
 			return err
 		}
 	}

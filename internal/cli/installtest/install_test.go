@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/cli"
+	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -87,9 +89,9 @@ func TestCheckPassesOnAnInstalledAndAvailableAgent(t *testing.T) {
 	}
 }
 
-// uninstall removes the agent and leaves the Syncs and their objects;
-// --crds asks first, then removes the CRD and the Syncs, orphaning their
-// objects.
+// uninstall removes the agent, its shards (install --shards) and the
+// state it kept, and leaves the Syncs and their objects; --crds asks
+// first, then removes the CRD and the Syncs, orphaning their objects.
 func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -107,7 +109,7 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 		return code, out.String(), errOut.String()
 	}
 	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
-	if code, _, errOut := run("", "install", "--git-url", repo.HTTPURL(), "--timeout", "2m"); code != 0 {
+	if code, _, errOut := run("", "install", "--git-url", repo.HTTPURL(), "--shards", "2", "--timeout", "2m"); code != 0 {
 		t.Fatalf("install failed: %s", errOut)
 	}
 	scheme := runtime.NewScheme()
@@ -123,9 +125,17 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 	sync := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps", Finalizers: []string{v1alpha1.Finalizer}},
 		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.HTTPURL(), Branch: "main"}}, Suspend: true}}
 	managed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "managed", Labels: map[string]string{v1alpha1.SyncLabel: v1alpha1.SyncLabelValue(ns, "apps")}}}
-	for _, obj := range []client.Object{sync, managed} {
+	// What a sharded agent keeps: the push notices it passed on.
+	notices := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: receiver.RelayConfigMap}, Data: map[string]string{"notices": "[]"}}
+	for _, obj := range []client.Object{sync, managed, notices} {
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, shard := range []string{"driftless-shard-1", "driftless-shard-2"} {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: shard}, &d); err != nil {
+			t.Fatalf("install --shards 2 made no Deployment %s: %v", shard, err)
 		}
 	}
 
@@ -138,10 +148,18 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 	for _, obj := range []client.Object{
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless"}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless"}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless-shard-1"}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless-shard-2"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless-push-relay"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: receiver.RelayConfigMap}},
 	} {
 		if !gone(obj) {
 			t.Errorf("uninstall left %T %s", obj, obj.GetName())
 		}
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "driftless-shard"}); err != nil || len(pods.Items) != 0 {
+		t.Errorf("after uninstall the shards' pods: %d, %v; want none", len(pods.Items), err)
 	}
 	if gone(&v1alpha1.Sync{ObjectMeta: sync.ObjectMeta}) || gone(&corev1.ConfigMap{ObjectMeta: managed.ObjectMeta}) {
 		t.Errorf("uninstall without --crds removed the Sync or its object")
