@@ -153,6 +153,7 @@ func (c *CacheLimit) artifactEntries(cutoff time.Time) []cacheEntry {
 		return nil
 	}
 	store := c.Mirror.artifacts()
+	store.Sweep(time.Now())
 	var entries []cacheEntry
 	for _, a := range store.Entries() {
 		entries = append(entries, cacheEntry{

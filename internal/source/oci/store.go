@@ -142,6 +142,36 @@ func (s *Store) Entries() []Entry {
 	return entries
 }
 
+// abandonedAfter is how old an extraction's temporary directory must be
+// for Sweep to take it for one a crash left: a pull is bounded by its
+// Sync's timeout, far shorter.
+const abandonedAfter = time.Hour
+
+// Sweep deletes what a crashed agent left in the Store: an artifact taken
+// away by Remove but not yet deleted (.remove-*), and a partial extraction
+// older than an hour (.extract-*). Neither is read by anyone. It returns
+// how many it deleted.
+func (s *Store) Sweep(now time.Time) int {
+	des, _ := os.ReadDir(s.Dir)
+	n := 0
+	for _, de := range des {
+		name := de.Name()
+		if !de.IsDir() || !strings.HasPrefix(name, ".remove-") && !strings.HasPrefix(name, ".extract-") {
+			continue
+		}
+		if strings.HasPrefix(name, ".extract-") {
+			info, err := de.Info()
+			if err != nil || now.Sub(info.ModTime()) < abandonedAfter {
+				continue
+			}
+		}
+		if os.RemoveAll(filepath.Join(s.Dir, name)) == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Remove deletes the extracted artifact in dir (an Entry's) unless a
 // reader holds it or opened it after cutoff; it reports whether dir is
 // gone. An artifact removed is pulled again when next opened.
