@@ -92,6 +92,8 @@ type remoteCluster struct {
 	checked  time.Time
 	lastErr  error
 	failures int
+	// probing is closed when the probe under way ends; nil when none is.
+	probing chan struct{}
 }
 
 // clusterKey names the cluster of s's spec.kubeConfig: its Secret and
@@ -262,18 +264,37 @@ func (c *Clusters) build(key string, kc *engine.KubeConfig) (*remoteCluster, err
 // reachable returns nil when the cluster answered within
 // remoteProbeTimeout, now or in the last remoteProbeTTL, else a
 // *UnreachableError.
+// One probe runs at a time, outside the lock: while it runs, the other
+// Syncs of the cluster get the answer of the probe before it at once, or,
+// when there was none, wait for this one; none waits for a probe of its
+// own behind another's (a dead cluster would hold each worker up to
+// remoteProbeTimeout in turn).
 func (rc *remoteCluster) reachable(now time.Time) error {
 	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if !rc.checked.IsZero() && now.Sub(rc.checked) < remoteProbeTTL {
+	if !rc.checked.IsZero() && (now.Sub(rc.checked) < remoteProbeTTL || rc.probing != nil) {
+		defer rc.mu.Unlock()
 		return rc.lastErr
 	}
+	if done := rc.probing; done != nil {
+		rc.mu.Unlock()
+		<-done
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		return rc.lastErr
+	}
+	done := make(chan struct{})
+	rc.probing = done
+	rc.mu.Unlock()
 	_, err := rc.probe.ServerVersion()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	rc.checked = time.Now()
 	rc.lastErr = nil
 	if err != nil {
 		rc.lastErr = rc.unreachable(err)
 	}
+	rc.probing = nil
+	close(done)
 	return rc.lastErr
 }
 
