@@ -32,13 +32,18 @@ type shardsRun struct {
 	// many files would).
 	AllReady float64 `json:"all_ready_s"`
 	Create   float64 `json:"create_s"`
-	// Floor is the validated floor over as many objects (the same ten per
-	// Sync, in Namespaces of their own), run on the same control plane
-	// just before the agents start: a dry run of every object, then an
-	// apply of every object, 32 at a time, no client-side rate limit.
-	// PerFloor is AllReady over it. Zero when not run (-shard-floor=false).
-	Floor    float64 `json:"validated_floor_s,omitempty"`
-	PerFloor float64 `json:"all_ready_per_floor,omitempty"`
+	// Floor is the validated floor over the objects of FloorSyncs of the
+	// Syncs (the same ten per Sync, in Namespaces of their own), run on
+	// the same control plane just before the agents start: a dry run of
+	// every object, then an apply of every object, 32 at a time, no
+	// client-side rate limit. FloorAll is Floor scaled to every Sync's
+	// objects (the floor is bound by the API server's throughput, so its
+	// time grows with the objects), PerFloor AllReady over FloorAll. Zero
+	// when not run (-shard-floor-syncs 0).
+	FloorSyncs int     `json:"validated_floor_syncs,omitempty"`
+	Floor      float64 `json:"validated_floor_s,omitempty"`
+	FloorAll   float64 `json:"validated_floor_scaled_s,omitempty"`
+	PerFloor   float64 `json:"all_ready_per_floor,omitempty"`
 	// Requests is what the API server served from the first Sync created
 	// until every Sync was Ready (apiserver_request_total: the agents, the
 	// bench's creates and its watch of the Syncs), PerSync the same by
@@ -92,17 +97,20 @@ func runShards(ctx context.Context, o options, bin string, syncs, shards int) (_
 	var namespaces []string
 	paths := make([]string, syncs)
 	floor := &workload{files: map[string]string{}}
+	floorSyncs := min(o.shardFloorSyncs, syncs)
 	for i := range syncs {
 		ns := fmt.Sprintf("s-%03d", i/appsPerNamespace)
 		if i%appsPerNamespace == 0 {
 			namespaces = append(namespaces, ns)
-			if o.shardFloor {
+			if i < floorSyncs {
 				namespaces = append(namespaces, "floor-"+ns)
 			}
 		}
 		paths[i] = fmt.Sprintf("syncs/%s/s-%05d.yaml", ns, i)
 		files[paths[i]] = tenObjects(ns, i)
-		floor.files[paths[i]] = tenObjects("floor-"+ns, i)
+		if i < floorSyncs {
+			floor.files[paths[i]] = tenObjects("floor-"+ns, i)
+		}
 	}
 	if err := createAll(ctx, namespaces, func(ctx context.Context, ns string) error {
 		return b.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -118,14 +126,15 @@ func runShards(ctx context.Context, o options, bin string, syncs, shards int) (_
 		return nil, err
 	}
 	r := &shardsRun{Shards: shards, Syncs: syncs, Objects: 10 * syncs}
-	if o.shardFloor {
-		step("the validated floor over %d objects (dry run, then apply, 32 at a time)", r.Objects)
+	if floorSyncs > 0 {
+		step("the validated floor over %d Syncs' objects, %d (dry run, then apply, 32 at a time)", floorSyncs, 10*floorSyncs)
 		d, err := floorApply(ctx, b.env.Config, floor, 32, true)
 		if err != nil {
 			return nil, fmt.Errorf("validated floor: %w", err)
 		}
-		r.Floor = d.Seconds()
-		step("validated floor: %.1f s", r.Floor)
+		r.FloorSyncs, r.Floor = floorSyncs, d.Seconds()
+		r.FloorAll = r.Floor * float64(syncs) / float64(floorSyncs)
+		step("validated floor: %.1f s; over every Sync's objects, scaled: %.1f s", r.Floor, r.FloorAll)
 	}
 	procs := make([]*agentProcess, shards)
 	for k := range shards {
@@ -179,8 +188,8 @@ func runShards(ctx context.Context, o options, bin string, syncs, shards int) (_
 		return nil, errors.Join(err, exited)
 	}
 	r.AllReady = time.Since(start).Seconds()
-	if r.Floor > 0 {
-		r.PerFloor = r.AllReady / r.Floor
+	if r.FloorAll > 0 {
+		r.PerFloor = r.AllReady / r.FloorAll
 	}
 	cpuAfter, err := b.shardsCPU(procs)
 	if err != nil {
@@ -219,8 +228,8 @@ func runShards(ctx context.Context, o options, bin string, syncs, shards int) (_
 		r.PeakMiB += a.PeakMiB
 		r.RSSMiB += a.RSSMiB
 	}
-	step("%d Syncs over %d shards Ready in %.1f s (%.2f× the validated floor of %.1f s; creating them took %.1f s); agents' RSS together: peak %.0f MiB, now %.0f MiB; per shard: %+v",
-		syncs, shards, r.AllReady, r.PerFloor, r.Floor, r.Create, r.PeakMiB, r.RSSMiB, r.PerShard)
+	step("%d Syncs over %d shards Ready in %.1f s (%.2f× the validated floor, %.1f s; creating them took %.1f s); agents' RSS together: peak %.0f MiB, now %.0f MiB; per shard: %+v",
+		syncs, shards, r.AllReady, r.PerFloor, r.FloorAll, r.Create, r.PeakMiB, r.RSSMiB, r.PerShard)
 	step("the API server served %d requests (%.1f per Sync: %s); CPU: agents %.0f s, kube-apiserver %.0f s (%.2f ms per request), etcd %.0f s, bench %.0f s",
 		r.Requests.Total, float64(r.Requests.Total)/float64(syncs), r.Requests.Detail, r.CPU.Agents, r.CPU.APIServer, r.CPU.APIServerPerRequest, r.CPU.Etcd, r.CPU.Bench)
 	return r, nil
