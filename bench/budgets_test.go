@@ -49,6 +49,16 @@ const (
 	// fleet, pushed: each Sync records the new revision (one status
 	// write), and the app's one changed object is validated and applied.
 	fleetChangeWrites = 2
+	// shardsPerSync and shardsConstant bound the requests for Syncs,
+	// their Inventories and objects, and events that the API server
+	// serves for the sharded fleet's first syncs (every client: the
+	// agents, the bench's creates and its watch; not the API server's own
+	// lease renewals, nor discovery): per Sync of 10 objects, a dry run
+	// and an apply per object, the bench's create, its finalizer, the
+	// write-ahead Inventory, its status and an event; the constant is the
+	// bench's list and watch of the Syncs.
+	shardsPerSync  = 25
+	shardsConstant = 8
 	// restartPerWritten and restartConstant bound what an agent
 	// restarted over objects in sync asks until it settles: discovery and
 	// the watches (one list per kind), and a read and a dry run for each
@@ -201,18 +211,6 @@ func TestFleetRequestBudget(t *testing.T) {
 			c.Writes, limit, fleetChangeWrites, c.Requests.Detail)
 	}
 }
-
-// shardsPerSync and shardsConstant bound the requests for Syncs, their
-// Inventories and objects, and events that the API server serves for the
-// sharded fleet's first syncs (every client: the agents, the bench's
-// creates and its watch; not the API server's own lease renewals, nor
-// discovery): per Sync of 10 objects, a dry run and an apply per object,
-// the bench's create, its finalizer, the write-ahead Inventory, its status
-// and an event; the constant is the bench's list and watch of the Syncs.
-const (
-	shardsPerSync  = 25
-	shardsConstant = 8
-)
 
 // TestShardedFleetRequestBudget runs the bench's sharded fleet case with
 // 16 Syncs over 2 agent processes of the built binary, and checks that
