@@ -68,8 +68,12 @@ type shardAgent struct {
 	PeakMiB float64 `json:"peak_rss_mib"`
 	RSSMiB  float64 `json:"rss_mib"`
 	// Fetches is the process's git fetches (driftless_git_fetches_total)
-	// for the one revision the Syncs read.
-	Fetches float64 `json:"fetches"`
+	// for the one revision the Syncs read; LsRemotes its ls-remotes
+	// (driftless_source_resolves_total): each Sync's first sync waits for
+	// one that started after it asked, shared with the Syncs that ask
+	// meanwhile.
+	Fetches   float64 `json:"fetches"`
+	LsRemotes float64 `json:"ls_remotes"`
 }
 
 // shardsCPU is CPU time in seconds, by process.
@@ -237,6 +241,9 @@ func runShards(ctx context.Context, o options, bin string, syncs, shards int) (_
 			return nil, err
 		}
 		if a.Fetches, err = p.metric(ctx, "driftless_git_fetches_total"); err != nil {
+			return nil, err
+		}
+		if a.LsRemotes, err = p.metric(ctx, "driftless_source_resolves_total"); err != nil {
 			return nil, err
 		}
 		r.PeakMiB += a.PeakMiB
