@@ -288,28 +288,7 @@ func (p *agentProcess) status(field string) (float64, error) {
 
 // cpu reads the process's user and system CPU time so far, in seconds,
 // from /proc/<pid>/stat (clock ticks of 1/100 s, Linux's USER_HZ).
-func (p *agentProcess) cpu() (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	// The fields after the command name, which is in parentheses and
-	// may hold spaces: utime and stime are the 12th and 13th of them.
-	_, rest, ok := strings.Cut(string(data), ") ")
-	fields := strings.Fields(rest)
-	if !ok || len(fields) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: no CPU times in %q", p.cmd.Process.Pid, data)
-	}
-	ticks := 0.0
-	for _, f := range fields[11:13] {
-		n, err := strconv.ParseFloat(f, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", p.cmd.Process.Pid, err)
-		}
-		ticks += n
-	}
-	return ticks / 100, nil
-}
+func (p *agentProcess) cpu() (float64, error) { return cpuSeconds(p.cmd.Process.Pid) }
 
 // rss reads the process's VmRSS and RssFile, and its Go heap in use.
 func (p *agentProcess) rss(ctx context.Context) (rss, file, heap float64, err error) {

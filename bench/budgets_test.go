@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,16 @@ const (
 	// fleet, pushed: each Sync records the new revision (one status
 	// write), and the app's one changed object is validated and applied.
 	fleetChangeWrites = 2
+	// shardsPerSync and shardsConstant bound the requests for Syncs,
+	// their Inventories and objects, and events that the API server
+	// serves for the sharded fleet's first syncs (every client: the
+	// agents, the bench's creates and its watch; not the API server's own
+	// lease renewals, nor discovery): per Sync of 10 objects, a dry run
+	// and an apply per object, the bench's create, its finalizer, the
+	// write-ahead Inventory, its status and an event; the constant is the
+	// bench's list and watch of the Syncs.
+	shardsPerSync  = 25
+	shardsConstant = 8
 	// restartPerWritten and restartConstant bound what an agent
 	// restarted over objects in sync asks until it settles: discovery and
 	// the watches (one list per kind), and a read and a dry run for each
@@ -198,4 +210,41 @@ func TestFleetRequestBudget(t *testing.T) {
 		t.Errorf("a commit to one app, pushed, made %d writes, over the budget of %d (one status write per Sync + %d): %s",
 			c.Writes, limit, fleetChangeWrites, c.Requests.Detail)
 	}
+}
+
+// TestShardedFleetRequestBudget runs the bench's sharded fleet case with
+// 16 Syncs over 2 agent processes of the built binary, and checks that
+// each shard fetched the one revision once and the requests served until
+// every Sync was Ready against the budget above.
+func TestShardedFleetRequestBudget(t *testing.T) {
+	if testing.Short() && !testenv.CI() {
+		t.Skip("starts a control plane and builds the agent binary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin, err := agentBinary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const syncs, shards = 16, 2
+	r, err := runShards(ctx, options{}, bin, syncs, shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range r.PerShard {
+		if a.Fetches != 1 {
+			t.Errorf("shard %s (%d Syncs) made %.0f git fetches for the one revision, want 1", a.Shard, a.Syncs, a.Fetches)
+		}
+	}
+	got := 0.0
+	for key, perSync := range r.PerSync {
+		if !strings.HasSuffix(key, " leases") && !strings.Contains(key, "non-resource") {
+			got += perSync * syncs
+		}
+	}
+	if limit := shardsPerSync*syncs + shardsConstant; int(math.Round(got)) > limit {
+		t.Errorf("the first syncs of %d Syncs over %d shards made the API server serve %.0f requests, over the budget of %d (%d per Sync + %d): %s",
+			syncs, shards, got, limit, shardsPerSync, shardsConstant, r.Requests.Detail)
+	}
+	t.Logf("%d Syncs over %d shards: %.0f requests served (%s)", syncs, shards, got, r.Requests.Detail)
 }

@@ -69,6 +69,9 @@ type options struct {
 	// objects, over shards agent processes; 0 skips it.
 	shardSyncs int
 	shards     int
+	// shardFloorSyncs is how many of the sharded fleet's Syncs' objects
+	// the validated floor, its baseline, applies; 0 skips it.
+	shardFloorSyncs int
 	// admissionWrites is how many writes the admission webhook case
 	// times with the webhook, and as many without; 0 skips it.
 	admissionWrites int
@@ -105,6 +108,7 @@ func main() {
 	fs.IntVar(&o.remoteSyncs, "remote-syncs", 100, "Syncs of one app (4 objects) per remote cluster, and in the baseline")
 	fs.IntVar(&o.shardSyncs, "shard-syncs", -1, "Syncs of 10 objects, all reading one repository, spread over -shards agent processes (agent --shard) in the sharded fleet case; 0 skips it; -1: 10,000 with -full, else 0")
 	fs.IntVar(&o.shards, "shards", 4, "agent processes (shards) of the sharded fleet case")
+	fs.IntVar(&o.shardFloorSyncs, "shard-floor-syncs", 1000, "before the sharded fleet case, time the validated floor on its control plane over the objects of this many of its Syncs (at most -shard-syncs), its baseline, scaled to all of them; 0 skips it")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
 	chart := fs.String("chart", "", "only render the SVG chart of this results JSON next to it, and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError

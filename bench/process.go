@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -64,4 +65,30 @@ func rusage(who int) time.Duration {
 
 func (c cpu) minus(before cpu) cpu {
 	return cpu{self: c.self - before.self, children: c.children - before.children}
+}
+
+// cpuSeconds reads the user and system CPU time process pid used so far,
+// in seconds, from /proc/<pid>/stat (clock ticks of 1/100 s, Linux's
+// USER_HZ).
+func cpuSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses and
+	// may hold spaces: utime and stime are the 12th and 13th of them.
+	_, rest, ok := strings.Cut(string(data), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: no CPU times in %q", pid, data)
+	}
+	ticks := 0.0
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return ticks / 100, nil
 }
