@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +55,13 @@ func setup(e *testenv.Env) error {
 	}
 	c, err = client.New(e.Config, client.Options{Scheme: scheme, Mapper: mapper, HTTPClient: httpClient})
 	return err
+}
+
+// serverSideApply reports whether patch is a server-side apply (as the
+// Manager sends one whose answer it needs only the metadata of), and
+// whether it is a dry run.
+func serverSideApply(patch client.Patch, opts []client.PatchOption) (apply, dryRun bool) {
+	return patch.Type() == types.ApplyPatchType, len((&client.PatchOptions{}).ApplyOptions(opts).DryRun) > 0
 }
 
 // ownerOf is the driftless.dev/sync label value of the test's Sync, named

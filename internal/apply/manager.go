@@ -36,8 +36,9 @@ type Options struct {
 	// with nothing written. The engine records its write-ahead inventory
 	// there.
 	BeforeWrite func(context.Context) error
-	// Written, when set, is told of every object written, as the API
-	// server returned it (its UID and the resourceVersion of this write):
+	// Written, when set, is told of every object written: its kind,
+	// namespace and name, and the UID, resourceVersion and generation the
+	// API server returned for this write (nothing else of the object):
 	// the agent recognises its own writes by it (drift.Writes). It must
 	// be safe for concurrent use and must not keep obj.
 	Written func(obj *unstructured.Unstructured)

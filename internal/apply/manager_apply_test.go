@@ -332,6 +332,14 @@ func (f *faultyClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration
 	return f.Client.Apply(ctx, obj, opts...)
 }
 
+// Patch is Apply for a server-side apply whose answer is its metadata.
+func (f *faultyClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if apply, dryRun := serverSideApply(patch, opts); apply && dryRun && obj.GetName() == f.name {
+		return f.err
+	}
+	return f.Client.Patch(ctx, obj, patch, opts...)
+}
+
 func TestApplyReportsAnUnansweredDryRunAsTransientNotInvalid(t *testing.T) {
 	tests := []struct {
 		name string
@@ -476,6 +484,17 @@ func (cc *countingClient) Apply(ctx context.Context, obj runtime.ApplyConfigurat
 		cc.applies++
 	}
 	return cc.Client.Apply(ctx, obj, opts...)
+}
+
+// Patch counts a server-side apply whose answer is its metadata as Apply.
+func (cc *countingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	switch apply, dryRun := serverSideApply(patch, opts); {
+	case apply && dryRun:
+		cc.dryRuns++
+	case apply:
+		cc.applies++
+	}
+	return cc.Client.Patch(ctx, obj, patch, opts...)
 }
 
 func TestApplyCreatesANewObjectWithoutReadingItFirst(t *testing.T) {

@@ -82,6 +82,13 @@ func (l *lateDiscovery) Apply(ctx context.Context, obj runtime.ApplyConfiguratio
 	return l.Client.Apply(ctx, obj, opts...)
 }
 
+func (l *lateDiscovery) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if gk := obj.GetObjectKind().GroupVersionKind().GroupKind(); l.lagging(ctx, gk) {
+		return l.noMatch(gk)
+	}
+	return l.Client.Patch(ctx, obj, patch, opts...)
+}
+
 func (l *lateDiscovery) RESTMapper() meta.RESTMapper {
 	return &lateMapper{RESTMapper: l.Client.RESTMapper(), l: l}
 }

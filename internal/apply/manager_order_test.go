@@ -37,6 +37,20 @@ func (g *gatedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration,
 	}); ok {
 		key = u.GetKind() + "/" + u.GetName()
 	}
+	return g.write(key, func() error { return g.Client.Apply(ctx, obj, opts...) })
+}
+
+// Patch is Apply for a server-side apply whose answer is its metadata.
+func (g *gatedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if apply, dryRun := serverSideApply(patch, opts); !apply || dryRun {
+		return g.Client.Patch(ctx, obj, patch, opts...)
+	}
+	key := obj.GetObjectKind().GroupVersionKind().Kind + "/" + obj.GetName()
+	return g.write(key, func() error { return g.Client.Patch(ctx, obj, patch, opts...) })
+}
+
+// write records the write of key, held or failed as the test asks.
+func (g *gatedClient) write(key string, do func() error) error {
 	g.note("start " + key)
 	defer g.note("end " + key)
 	if other, ok := g.holdUntil[key]; ok {
@@ -48,7 +62,7 @@ func (g *gatedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration,
 	if g.fail[key] {
 		return errors.New("refused by the test")
 	}
-	return g.Client.Apply(ctx, obj, opts...)
+	return do()
 }
 
 func (g *gatedClient) note(e string) {

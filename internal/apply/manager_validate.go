@@ -236,6 +236,15 @@ func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
 	if m.fresh[s.ID.Namespace] {
 		// Its Namespace was created by this apply a moment ago: nothing
 		// can be in it yet.
+		if !m.opts.DryRun {
+			// It will be created, and a write keeps no dry-run answer of
+			// a new object: the API server validates and admits it, and
+			// answers with its metadata only.
+			if _, err := m.applyForMetadata(ctx, desired, client.DryRunAll); err != nil {
+				return checked{step: s, err: concise(err)}
+			}
+			return checked{step: s, action: Created, desired: desired}
+		}
 		live = nil
 	} else {
 		// The dry run goes first: its answer tells whether the object

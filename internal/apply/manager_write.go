@@ -8,8 +8,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -182,15 +184,44 @@ func (m *Manager) writeOne(ctx context.Context, r checked) error {
 			return err
 		}
 	}
-	obj := r.desired.DeepCopy()
-	if err := m.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
-		client.FieldOwner(m.opts.FieldManager), client.ForceOwnership); err != nil {
+	answer, err := m.applyForMetadata(ctx, r.desired)
+	if err != nil {
 		return err
 	}
 	if m.opts.Written != nil {
-		m.opts.Written(obj) // the server's answer: this write's resourceVersion
+		m.opts.Written(answer) // the server's answer: this write's resourceVersion
 	}
 	return nil
+}
+
+// applyForMetadata server-side applies obj (a dry run with
+// client.DryRunAll in opts) and returns what the API server answered of it
+// as an object of obj's kind, namespace and name that holds only its UID,
+// resourceVersion and generation: the server sends only the metadata,
+// and obj is neither copied nor changed. A write needs no more of the
+// answer; the API server validates and admits the whole object either
+// way.
+func (m *Manager) applyForMetadata(ctx context.Context, obj *unstructured.Unstructured, opts ...client.PatchOption) (*unstructured.Unstructured, error) {
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, &invalidObjectError{err: err}
+	}
+	answer := &metav1.PartialObjectMetadata{}
+	answer.SetGroupVersionKind(obj.GroupVersionKind())
+	answer.SetNamespace(obj.GetNamespace())
+	answer.SetName(obj.GetName())
+	opts = append(opts, client.FieldOwner(m.opts.FieldManager), client.ForceOwnership)
+	if err := m.client.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, data), opts...); err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(obj.GroupVersionKind())
+	u.SetNamespace(answer.GetNamespace())
+	u.SetName(answer.GetName())
+	u.SetUID(answer.GetUID())
+	u.SetResourceVersion(answer.GetResourceVersion())
+	u.SetGeneration(answer.GetGeneration())
+	return u, nil
 }
 
 func (m *Manager) deleteAndWait(ctx context.Context, obj *unstructured.Unstructured) error {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,6 +82,14 @@ func (u unanswered) Apply(ctx context.Context, obj runtime.ApplyConfiguration, o
 		return apierrors.NewServiceUnavailable("etcd is not answering")
 	}
 	return u.Client.Apply(ctx, obj, opts...)
+}
+
+// Patch fails a server-side apply dry run whose answer is its metadata.
+func (u unanswered) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if o := (&client.PatchOptions{}).ApplyOptions(opts); patch.Type() == types.ApplyPatchType && len(o.DryRun) > 0 {
+		return apierrors.NewServiceUnavailable("etcd is not answering")
+	}
+	return u.Client.Patch(ctx, obj, patch, opts...)
 }
 
 func TestRunRecordsAnInventoryOnlyForWhatMayHaveBeenWritten(t *testing.T) {
