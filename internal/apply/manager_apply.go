@@ -26,7 +26,7 @@ import (
 // finished. Either way the ChangeSet so far is returned with the error.
 func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 	m.fresh = nil // Namespaces an earlier Apply created are not empty now
-	newNamespaces, newKinds := prerequisites(p.Apply)
+	newNamespaces, newKinds := prerequisites(len(p.Apply), func(i int) *plan.Step { return &p.Apply[i] })
 
 	results := m.dryRunAll(ctx, p.Apply, newNamespaces, newKinds)
 	if err := validationErrors(results, nil); err != nil {

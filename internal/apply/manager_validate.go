@@ -42,15 +42,16 @@ type checked struct {
 // their own wave. An object of the current wave that still cannot be
 // validated is an error.
 func (m *Manager) recheck(ctx context.Context, rest []checked, written ChangeSet) error {
+	// Indexes into rest, not copies of its steps: a first sync into new
+	// Namespaces defers every object, and copies of ten thousand steps
+	// (and of their results) were among the most the apply held at once.
 	var idx []int
-	var steps []plan.Step
 	for i, r := range rest {
 		if r.deferred {
 			idx = append(idx, i)
-			steps = append(steps, r.step)
 		}
 	}
-	if len(steps) == 0 {
+	if len(idx) == 0 {
 		return nil
 	}
 	later := map[string]bool{}
@@ -61,35 +62,32 @@ func (m *Manager) recheck(ctx context.Context, rest []checked, written ChangeSet
 			}
 		}
 	}
-	newNamespaces, newKinds := prerequisites(stepsOf(rest))
-	rechecked := m.dryRunAll(ctx, steps, newNamespaces, newKinds)
+	newNamespaces, newKinds := prerequisites(len(rest), func(i int) *plan.Step { return &rest[i].step })
+	absent := m.absentNamespaces(ctx, newNamespaces)
+	byRank(ctx, m, idx, func(int) plan.Rank { return 0 }, func(ctx context.Context, i int) struct{} {
+		rest[i] = m.dryRunOne(ctx, rest[i].step, absent, newNamespaces, newKinds)
+		return struct{}{}
+	})
 	var failed []checked
-	for j, r := range rechecked {
+	for _, i := range idx {
+		r := &rest[i]
 		if r.deferred && r.step.Wave == rest[0].step.Wave && !later[r.step.ID.Namespace] {
 			r.deferred = false
 			r.err = fmt.Errorf("its Namespace or CRD does not exist")
 		}
-		rest[idx[j]] = r
 		if r.err != nil {
-			failed = append(failed, r)
+			failed = append(failed, *r)
 		}
 	}
 	return validationErrors(failed, written)
 }
 
-func stepsOf(rs []checked) []plan.Step {
-	out := make([]plan.Step, len(rs))
-	for i, r := range rs {
-		out[i] = r.step
-	}
-	return out
-}
-
 // prerequisites returns the Namespaces and custom kinds that stage 1
-// creates.
-func prerequisites(stage1 []plan.Step) (namespaces, kinds map[string]bool) {
+// creates: its n steps, step(i) the i-th.
+func prerequisites(n int, step func(int) *plan.Step) (namespaces, kinds map[string]bool) {
 	namespaces, kinds = map[string]bool{}, map[string]bool{}
-	for _, s := range stage1 {
+	for i := range n {
+		s := step(i)
 		switch s.ID.Kind {
 		case "Namespace":
 			namespaces[s.ID.Name] = true
@@ -153,25 +151,31 @@ func (m *Manager) dryRunAll(ctx context.Context, steps []plan.Step, newNamespace
 	// exist yet cannot be validated now: defer them without a request.
 	absent := m.absentNamespaces(ctx, newNamespaces)
 	return byRank(ctx, m, steps, func(s plan.Step) plan.Rank { return 0 }, func(ctx context.Context, s plan.Step) checked {
-		if absent[s.ID.Namespace] {
-			return checked{step: s, deferred: true}
-		}
-		r := m.dryRun(ctx, s)
-		if r.err != nil && canDefer(r.err, s, newNamespaces, newKinds) {
-			return checked{step: s, deferred: true}
-		}
-		if r.action == Unchanged && r.err == nil && r.live != nil && m.opts.Found != nil {
-			m.opts.Found(r.live)
-		}
-		if !m.opts.DryRun && (r.action != Configured || m.opts.Keep == nil || !m.opts.Keep(s.ID)) {
-			// Only a dry run's report shows the objects before and
-			// after (and a write the caller asked to Keep); a write
-			// needs neither, and the server's answers for every object
-			// of a large plan are the most this process holds at once.
-			r.live, r.applied = nil, nil
-		}
-		return r
+		return m.dryRunOne(ctx, s, absent, newNamespaces, newKinds)
 	})
+}
+
+// dryRunOne validates s, or defers it when its Namespace is absent or
+// only a Namespace or CRD of the plan is missing.
+func (m *Manager) dryRunOne(ctx context.Context, s plan.Step, absent, newNamespaces, newKinds map[string]bool) checked {
+	if absent[s.ID.Namespace] {
+		return checked{step: s, deferred: true}
+	}
+	r := m.dryRun(ctx, s)
+	if r.err != nil && canDefer(r.err, s, newNamespaces, newKinds) {
+		return checked{step: s, deferred: true}
+	}
+	if r.action == Unchanged && r.err == nil && r.live != nil && m.opts.Found != nil {
+		m.opts.Found(r.live)
+	}
+	if !m.opts.DryRun && (r.action != Configured || m.opts.Keep == nil || !m.opts.Keep(s.ID)) {
+		// Only a dry run's report shows the objects before and
+		// after (and a write the caller asked to Keep); a write
+		// needs neither, and the server's answers for every object
+		// of a large plan are the most this process holds at once.
+		r.live, r.applied = nil, nil
+	}
+	return r
 }
 
 // absentNamespaces returns which of names do not exist in the cluster,
