@@ -340,7 +340,7 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 		return nil, err
 	}
 	gitDir := filepath.Join(dir, "git")
-	repo, err := git.PlainOpen(gitDir)
+	repo, err := openMirror(gitDir)
 	if err != nil {
 		if err := os.RemoveAll(gitDir); err != nil {
 			return nil, err
@@ -562,7 +562,7 @@ func (m *Mirror) fetchDeep(ctx context.Context, r *mirrored, req Request, done f
 			return nil
 		}
 	}
-	repo, err := git.PlainOpen(filepath.Join(r.dir, "git"))
+	repo, err := openMirror(filepath.Join(r.dir, "git"))
 	if err != nil {
 		return fmt.Errorf("open the mirror of %s: %w", Redact(req.URL), err)
 	}
