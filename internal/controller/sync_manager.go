@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +20,9 @@ import (
 // it is not nil, reconciles its Sync at once: those whose paths changed
 // first (see wakeSource).
 func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, concurrency int, wake <-chan WakeUp) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Sync{}, dependsOnIndex, dependsOnKeys); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Sync{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, requestedAtChanged, holdChanged))).
 		Watches(&v1alpha1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.dependents))

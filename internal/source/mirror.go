@@ -340,7 +340,7 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 		return nil, err
 	}
 	gitDir := filepath.Join(dir, "git")
-	repo, err := git.PlainOpen(gitDir)
+	repo, err := openMirror(gitDir)
 	if err != nil {
 		if err := os.RemoveAll(gitDir); err != nil {
 			return nil, err
@@ -513,7 +513,6 @@ func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, 
 		return err
 	}
 	err = WriteTree(r.repo.Storer, commit.Hash, tmp, m.Limits)
-	r.dropObjectCache()
 	if err != nil {
 		_ = RemoveTree(tmp)
 		return fmt.Errorf("check out %s of %s: %w", Short(revision), Redact(req.URL), err)
@@ -526,21 +525,6 @@ func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, 
 	}
 	m.trees.Add(1)
 	return nil
-}
-
-// dropObjectCache lets go the objects the last checkout decoded (called
-// under r.mu). go-git keeps what it reads in a cache of up to 96 MiB per
-// opened repository: after a checkout it held every blob of the tree
-// (4 MiB at 10,100 objects) for as long as the mirror lived. A fresh
-// repository on the same directory starts with an empty cache; the trees
-// PathsDigest kept read through the old one, and are read again.
-func (r *mirrored) dropObjectCache() {
-	repo, err := git.PlainOpen(filepath.Join(r.dir, "git"))
-	if err != nil {
-		return // keep the one that works
-	}
-	r.repo = repo
-	r.root, r.rootOf, r.dirs = nil, plumbing.ZeroHash, nil
 }
 
 // fetch brings the ref's tip into the mirror (only the objects it does not
@@ -579,7 +563,7 @@ func (m *Mirror) fetchDeep(ctx context.Context, r *mirrored, req Request, done f
 			return nil
 		}
 	}
-	repo, err := git.PlainOpen(filepath.Join(r.dir, "git"))
+	repo, err := openMirror(filepath.Join(r.dir, "git"))
 	if err != nil {
 		return fmt.Errorf("open the mirror of %s: %w", Redact(req.URL), err)
 	}

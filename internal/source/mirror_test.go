@@ -2,11 +2,8 @@ package source
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -328,49 +325,4 @@ func TestAnAnonymousReaderIsNotServedAPinnedCommitAnotherReadersCredentialsFetch
 			t.Errorf("the refusal does not say authentication failed: %v", err)
 		}
 	}
-}
-
-// TestACheckoutLeavesNoDecodedFilesInTheMirror checks that the mirror,
-// which lives as long as the agent, does not keep the files of the last
-// checkout in memory once their tree is written: go-git's object cache
-// (up to 96 MiB per repository) held every blob it decoded.
-func TestACheckoutLeavesNoDecodedFilesInTheMirror(t *testing.T) {
-	srv := testenv.NewGitServer(t)
-	repo := srv.NewRepo(t, "big")
-	const files, size = 64, 256 << 10 // 16 MiB that does not compress
-	rev := func() string {
-		content := map[string]string{}
-		rnd := rand.New(rand.NewPCG(1, 2))
-		for i := range files {
-			b := make([]byte, size)
-			for j := range b {
-				b[j] = byte(rnd.Uint32())
-			}
-			content[fmt.Sprintf("data/%02d.bin", i)] = string(b)
-		}
-		return repo.Commit(t, "big", content)
-	}()
-	req := Request{URL: repo.SSHURL(), Ref: Ref{Branch: "main"}, Credentials: sshCreds(srv)}
-	m := &Mirror{Dir: t.TempDir()}
-
-	before := heapInUse()
-	tr, err := m.Checkout(context.Background(), req, rev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.Release()
-	held := heapInUse() - before
-	if held > files*size/4 {
-		t.Errorf("after a checkout of %d MiB of files the mirror holds %d MiB more of the heap, want less than %d MiB",
-			files*size>>20, held>>20, files*size/4>>20)
-	}
-	runtime.KeepAlive(m)
-}
-
-// heapInUse is the live heap after a collection.
-func heapInUse() int64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
 }
