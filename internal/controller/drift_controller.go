@@ -123,7 +123,14 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 	if r.ownEcho(ctx, live, req) {
-		// The object is as the agent's own last write left it.
+		// The object is as the agent's own last write left it: nothing
+		// to compare, now or at the next sync. An earlier look at this
+		// very write (its event can arrive before the write's answer
+		// is recorded, while the sync still holds the gate) may have
+		// left it to the next sync; that is settled too, or every
+		// object a first sync created would be read and dry-run again
+		// by the sync of the next revision.
+		r.Store.Checked(syncKey, req.ID())
 		return ctrl.Result{}, nil
 	}
 	if s.Spec.Suspend {
