@@ -104,16 +104,18 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 		r.Validated.add(d)
 		r.Requests["floor-validated"] = summarize(srv)
 
-		prefix := fmt.Sprintf("k%d", rep)
-		d, srv, err = b.serverCounted(ctx, func() (time.Duration, error) {
-			return b.kubectl.apply(ctx, newWorkload(prefix, b.apps), filepath.Join(b.dir, "kubectl-"+prefix))
-		})
-		if err != nil {
-			return nil, err
+		if rep <= b.o.kubectlRepeats {
+			prefix := fmt.Sprintf("k%d", rep)
+			d, srv, err := b.serverCounted(ctx, func() (time.Duration, error) {
+				return b.kubectl.apply(ctx, newWorkload(prefix, b.apps), filepath.Join(b.dir, "kubectl-"+prefix))
+			})
+			if err != nil {
+				return nil, err
+			}
+			step("kubectl apply --server-side: %.2f s", d.Seconds())
+			r.Kubectl.add(d)
+			r.Requests["kubectl"] = summarize(srv)
 		}
-		step("kubectl apply --server-side: %.2f s", d.Seconds())
-		r.Kubectl.add(d)
-		r.Requests["kubectl"] = summarize(srv)
 
 		if rep <= b.o.unthrottledRepeats {
 			run, _, err := b.driftlessFirstSync(ctx, fmt.Sprintf("u%d", rep), unthrottled, false, mem)

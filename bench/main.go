@@ -38,6 +38,9 @@ type options struct {
 	// unthrottledRepeats times driftless without its client-side rate
 	// limit, a diagnostic, this many times (0: never).
 	unthrottledRepeats int
+	// kubectlRepeats times kubectl apply --server-side, the comparison,
+	// this many times at each size.
+	kubectlRepeats int
 	// intervalChanges is how many changes wait for the next interval.
 	intervalChanges int
 	resultsDir      string
@@ -90,7 +93,8 @@ func main() {
 	fs.DurationVar(&o.interval, "interval", 10*time.Second, "the Sync's interval in the change and steady-state phases")
 	fs.IntVar(&o.intervals, "steady-intervals", 3, "intervals measured in steady state")
 	fs.IntVar(&o.edits, "edits", 50, "drift edits to revert")
-	fs.IntVar(&o.unthrottledRepeats, "unthrottled-repeat", -1, "times driftless's first sync is also timed without its client-side rate limit; -1: once, or -repeat times with -full")
+	fs.IntVar(&o.unthrottledRepeats, "unthrottled-repeat", -1, "times driftless's first sync is also timed without its client-side rate limit, a diagnostic; -1: once")
+	fs.IntVar(&o.kubectlRepeats, "kubectl-repeat", -1, "times kubectl apply --server-side is timed at each size, the comparison; -1: -repeat, once with -full at 5,000 objects and more")
 	fs.IntVar(&o.intervalChanges, "interval-changes", 1, "changes that wait for the Sync's next interval (their latency is mostly where in the interval they land)")
 	fs.StringVar(&o.resultsDir, "results", "bench/results", "directory for the results JSON")
 	limits := fs.String("client-limits", "agent", "client-side rate limit of the timed agent: agent (what driftless agent sets by default), none, or QPS/BURST")
@@ -105,7 +109,7 @@ func main() {
 	fs.IntVar(&o.admissionWrites, "admission-writes", 400, "writes of a managed object timed with the admission webhook (--admission-warnings) registered, and as many without, in alternating rounds; 0 skips the case")
 	fs.IntVar(&o.remoteClusters, "remote-clusters", -1, "remote clusters (spec.kubeConfig Secrets, each with a token of its own) one agent drives, after as many Syncs of its own cluster as the baseline; -1: 10 with -full, else none")
 	fs.IntVar(&o.remotePlanes, "remote-planes", 2, "real control planes that serve the -remote-clusters kubeconfigs, round robin")
-	fs.IntVar(&o.remoteSyncs, "remote-syncs", 100, "Syncs of one app (4 objects) per remote cluster, and in the baseline")
+	fs.IntVar(&o.remoteSyncs, "remote-syncs", -1, "Syncs of one app (4 objects) per remote cluster, and in the baseline; -1: 50")
 	fs.IntVar(&o.shardSyncs, "shard-syncs", -1, "Syncs of 10 objects, all reading one repository, spread over -shards agent processes (agent --shard) in the sharded fleet case; 0 skips it; -1: 1,000 with -full, else 0 (10,000, the issue's row, takes well over half an hour on two cores: docs/performance.md)")
 	fs.IntVar(&o.shards, "shards", 4, "agent processes (shards) of the sharded fleet case")
 	fs.IntVar(&o.shardFloorSyncs, "shard-floor-syncs", 1000, "before the sharded fleet case, time the validated floor on its control plane over the objects of this many of its Syncs (at most -shard-syncs), its baseline, scaled to all of them; 0 skips it")
@@ -130,7 +134,6 @@ func main() {
 		o.sizes, err = ints(sizes)
 	case o.full:
 		o.sizes = []int{100, 1000, 5000, largeSize}
-		o.intervals = max(o.intervals, 6)
 	default:
 		o.sizes = []int{1000}
 	}
@@ -147,7 +150,13 @@ func main() {
 		o.changeRepeats = o.repeats
 	}
 	if o.unthrottledRepeats < 0 {
-		o.unthrottledRepeats = map[bool]int{true: o.repeats, false: 1}[o.full]
+		o.unthrottledRepeats = 1
+	}
+	if o.kubectlRepeats < 0 {
+		o.kubectlRepeats = o.repeats
+	}
+	if o.remoteSyncs < 0 {
+		o.remoteSyncs = 50
 	}
 	if err == nil {
 		o.limits, err = parseLimits(*limits)
@@ -171,12 +180,16 @@ func main() {
 // 10,000 objects are read from.
 const largeSize = 10000
 
-// forSize is the options for one size. The full profile times its largest
-// size once, with the floor at its highest concurrency only, 20 edits and
+// forSize is the options for one size. The full profile times kubectl,
+// the comparison, once from 5,000 objects on (35 s a run there), and its
+// largest size once, with the floor at its highest concurrency only, 20 edits and
 // 3 quiet intervals: repeated like the smaller sizes it would take most of
 // an hour here, and at 10,000 objects one run's spread is small next to
 // the differences the targets are about.
 func (o options) forSize(size int) options {
+	if o.full && size >= 5000 {
+		o.kubectlRepeats = min(o.kubectlRepeats, 1)
+	}
 	if !o.full || size < largeSize {
 		return o
 	}
@@ -228,6 +241,20 @@ type results struct {
 	Admission *admissionCost `json:"admission,omitempty"`
 	Summary   string         `json:"summary"`
 	Seconds   float64        `json:"seconds"`
+	// Cases is each case's wall time, in the order they ran, so the
+	// length of make bench FULL=1 can be read case by case.
+	Cases []caseTime `json:"cases"`
+}
+
+// caseTime is how long one case of a run took.
+type caseTime struct {
+	Case    string  `json:"case"`
+	Seconds float64 `json:"seconds"`
+}
+
+// timed records the wall time of one case since started.
+func (r *results) timed(name string, started time.Time) {
+	r.Cases = append(r.Cases, caseTime{Case: name, Seconds: time.Since(started).Seconds()})
 }
 
 func run(ctx context.Context, o options) error {
@@ -266,7 +293,9 @@ func run(ctx context.Context, o options) error {
 			break
 		}
 		fmt.Fprintf(os.Stderr, "== %d objects\n", size)
+		t0 := time.Now()
 		r, err := runSize(ctx, o.forSize(size), size)
+		res.timed(fmt.Sprintf("%d objects", size), t0)
 		if err != nil {
 			return fmt.Errorf("%d objects: %w", size, err)
 		}
@@ -274,7 +303,9 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.overlays > 0 && !o.agentMemoryOnly {
 		fmt.Fprintf(os.Stderr, "== %d Kustomize overlays in one Sync\n", o.overlays)
+		t0 := time.Now()
 		ov, err := runOverlays(ctx, o, o.overlays)
+		res.timed("overlays", t0)
 		if err != nil {
 			return fmt.Errorf("%d overlays: %w", o.overlays, err)
 		}
@@ -282,7 +313,9 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.syncs > 0 && !o.agentMemoryOnly {
 		fmt.Fprintf(os.Stderr, "== %d Syncs\n", o.syncs)
+		t0 := time.Now()
 		f, err := runFleet(ctx, o, o.syncs)
+		res.timed("fleet", t0)
 		if err != nil {
 			return fmt.Errorf("%d Syncs: %w", o.syncs, err)
 		}
@@ -290,7 +323,9 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.remoteClusters > 0 && !o.agentMemoryOnly {
 		fmt.Fprintf(os.Stderr, "== %d remote clusters × %d Syncs\n", o.remoteClusters, o.remoteSyncs)
+		t0 := time.Now()
 		rf, err := runRemoteFleet(ctx, o, o.remoteClusters, max(o.remotePlanes, 1), o.remoteSyncs)
+		res.timed("remote clusters", t0)
 		if err != nil {
 			return fmt.Errorf("%d remote clusters: %w", o.remoteClusters, err)
 		}
@@ -298,7 +333,9 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.admissionWrites > 0 && !o.agentMemoryOnly {
 		fmt.Fprintln(os.Stderr, "== the admission webhook's cost to a write")
+		t0 := time.Now()
 		a, err := runAdmission(ctx, o, o.admissionWrites)
+		res.timed("admission", t0)
 		if err != nil {
 			return fmt.Errorf("admission webhook: %w", err)
 		}
@@ -306,14 +343,19 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.shardSyncs > 0 && o.shards > 0 && !o.agentMemoryOnly {
 		fmt.Fprintf(os.Stderr, "== %d Syncs over %d shards\n", o.shardSyncs, o.shards)
+		t0 := time.Now()
 		sh, err := runShards(ctx, o, bin, o.shardSyncs, o.shards)
+		res.timed("shards", t0)
 		if err != nil {
 			return fmt.Errorf("%d Syncs over %d shards: %w", o.shardSyncs, o.shards, err)
 		}
 		res.Shards = sh
 	}
 	if o.agentMemory && bin != "" {
-		if err := runAgentMemories(ctx, o, bin, res); err != nil {
+		t0 := time.Now()
+		err := runAgentMemories(ctx, o, bin, res)
+		res.timed("agent process memory", t0)
+		if err != nil {
 			return err
 		}
 	}
@@ -332,7 +374,11 @@ func run(ctx context.Context, o options) error {
 	if err := os.WriteFile(name, append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s (%.0f s)\n", name, res.Seconds)
+	fmt.Fprintf(os.Stderr, "wrote %s (%.0f s", name, res.Seconds)
+	for _, c := range res.Cases {
+		fmt.Fprintf(os.Stderr, "; %s %.0f s", c.Case, c.Seconds)
+	}
+	fmt.Fprintln(os.Stderr, ")")
 	if len(res.Sizes) > 0 {
 		var chart bytes.Buffer
 		if err := writeChart(&chart, res); err != nil {
