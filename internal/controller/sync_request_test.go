@@ -65,3 +65,35 @@ func TestARequestedSyncIsRecordedEvenWhenNothingChanged(t *testing.T) {
 		t.Errorf("handled record = %+v, want a success that compared the one object", handled)
 	}
 }
+
+// Only a new Sync's first sync, not asked for, may take an ls-remote
+// another Sync of the repository started within the second; every later
+// sync asks git anew.
+func TestOnlyANewSyncsFirstSyncSharesARecentLsRemote(t *testing.T) {
+	requested := v1alpha1.FormatRequestedAt(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	synced := []v1alpha1.SyncRecord{{StartedAt: metav1.NewTime(time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC))}}
+	tests := []struct {
+		name                 string
+		generation, observed int64
+		annotations          map[string]string
+		history              []v1alpha1.SyncRecord
+		want                 bool
+	}{
+		{"a new Sync's first sync", 1, 0, nil, nil, true},
+		{"a new Sync edited before its first sync", 2, 0, nil, nil, true},
+		{"a new Sync asked to sync", 1, 0, map[string]string{v1alpha1.RequestedAtAnnotation: requested}, nil, false},
+		{"the retry of a first sync that failed", 1, 0, nil, synced, false},
+		{"an interval", 3, 3, nil, synced, false},
+		{"a spec change", 4, 3, nil, synced, false},
+		{"a reconcile request", 3, 3, map[string]string{v1alpha1.RequestedAtAnnotation: requested}, synced, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := syncWithAnnotations(tt.annotations)
+			s.Generation, s.Status.ObservedGeneration, s.Status.History = tt.generation, tt.observed, tt.history
+			if got := newSync(s); got != tt.want {
+				t.Errorf("new = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
