@@ -32,8 +32,24 @@ type checked struct {
 	err     error
 	// desired is the object to write: the step's object without its
 	// ignored fields. live and applied are the object in the cluster
-	// (nil when absent) and the dry-run result.
+	// (nil when absent) and the dry-run result. A write of a step of a
+	// Compact plan keeps no desired unless it was reshaped: the write
+	// decodes it again (see desiredOf), so that a plan's objects are not
+	// all held decoded between their dry runs and their writes.
 	desired, live, applied *unstructured.Unstructured
+	// reshaped means desired holds fields of the live object (see
+	// adoptIgnored): it cannot be made again from the step alone.
+	reshaped bool
+}
+
+// desiredOf is the object to write for s: its desired object without
+// its ignored fields.
+func desiredOf(s plan.Step) (*unstructured.Unstructured, error) {
+	obj, err := s.Desired()
+	if err != nil {
+		return nil, err
+	}
+	return withoutIgnoredFields(obj)
 }
 
 // recheck validates the deferred results among rest, now that the
@@ -92,8 +108,12 @@ func prerequisites(n int, step func(int) *plan.Step) (namespaces, kinds map[stri
 		case "Namespace":
 			namespaces[s.ID.Name] = true
 		case "CustomResourceDefinition":
-			group, _, _ := unstructured.NestedString(s.Object.Object.Object, "spec", "group")
-			kind, _, _ := unstructured.NestedString(s.Object.Object.Object, "spec", "names", "kind")
+			crd, err := s.Desired()
+			if err != nil {
+				continue // its dry run says so
+			}
+			group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
 			kinds[group+"/"+kind] = true
 		}
 	}
@@ -174,6 +194,9 @@ func (m *Manager) dryRunOne(ctx context.Context, s plan.Step, absent, newNamespa
 		// needs neither, and the server's answers for every object
 		// of a large plan are the most this process holds at once.
 		r.live, r.applied = nil, nil
+		if s.Compacted() && !r.reshaped {
+			r.desired = nil // writeOne decodes it again
+		}
 	}
 	return r
 }
@@ -230,13 +253,14 @@ func (m *Manager) report(results []checked) ChangeSet {
 }
 
 func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
-	desired, err := withoutIgnoredFields(s.Object.Object)
+	desired, err := desiredOf(s)
 	if err != nil {
 		return checked{step: s, err: &invalidObjectError{err: err}}
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())
 	var dry *unstructured.Unstructured
+	reshaped := false
 	if m.fresh[s.ID.Namespace] {
 		// Its Namespace was created by this apply a moment ago: nothing
 		// can be in it yet.
@@ -280,10 +304,11 @@ func (m *Manager) dryRun(ctx context.Context, s plan.Step) checked {
 			// Fields the cluster owns are kept as found: the object to
 			// validate is another one.
 			desired, dry = adopted, nil
+			reshaped = true
 		}
 	}
 	r := m.check(ctx, s, desired, live, dry)
-	r.desired = desired
+	r.desired, r.reshaped = desired, reshaped
 	return r
 }
 

@@ -137,7 +137,7 @@ func (m *Manager) health(ctx context.Context, steps []plan.Step, unlisted map[he
 	var groups []healthGroup
 	members := map[healthGroup][]int{}
 	for i, s := range steps {
-		g := healthGroup{gvk: s.Object.Object.GroupVersionKind(), namespace: s.Object.Object.GetNamespace()}
+		g := healthGroup{gvk: s.GroupVersionKind(), namespace: s.ID.Namespace}
 		if len(members[g]) == 0 {
 			groups = append(groups, g)
 		}
@@ -163,7 +163,7 @@ func (m *Manager) health(ctx context.Context, steps []plan.Step, unlisted map[he
 			unlisted[g] = true
 		}
 		for _, i := range members[g] {
-			if u, ok := lists[j].live[steps[i].Object.Object.GetName()]; ok {
+			if u, ok := lists[j].live[steps[i].ID.Name]; ok {
 				out[i], got[i] = m.verdict(ctx, steps[i], u), true
 			}
 		}
@@ -231,8 +231,8 @@ func (m *Manager) waitWave(ctx context.Context, w Wave) error {
 // healthOf reads the object of s with a GET and gives the verdict on it.
 func (m *Manager) healthOf(ctx context.Context, s plan.Step) Health {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(s.Object.Object.GroupVersionKind())
-	err := m.client.Get(ctx, client.ObjectKeyFromObject(s.Object.Object), u)
+	u.SetGroupVersionKind(s.GroupVersionKind())
+	err := m.client.Get(ctx, client.ObjectKey{Namespace: s.ID.Namespace, Name: s.ID.Name}, u)
 	switch {
 	case apierrors.IsNotFound(err):
 		return Health{ID: s.ID, Origin: s.Object.Origin.String(), Status: status.NotFoundStatus, Message: "not found"}

@@ -179,12 +179,19 @@ func (m *Manager) writeOne(ctx context.Context, r checked) error {
 	case Unchanged, Skipped:
 		return nil
 	}
+	desired := r.desired
+	if desired == nil {
+		var err error
+		if desired, err = desiredOf(r.step); err != nil {
+			return &invalidObjectError{err: err}
+		}
+	}
 	if r.recreate {
-		if err := m.deleteAndWait(ctx, r.desired); err != nil {
+		if err := m.deleteAndWait(ctx, desired); err != nil {
 			return err
 		}
 	}
-	answer, err := m.applyForMetadata(ctx, r.desired)
+	answer, err := m.applyForMetadata(ctx, desired)
 	if err != nil {
 		return err
 	}

@@ -167,7 +167,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		// sync prunes or ignores it.
 		return ctrl.Result{}, nil
 	}
-	step := plan.Step{ID: req.ID(), Rank: plan.RankOf(req.ID()), Object: obj}
+	step := plan.Step{ID: req.ID(), Rank: plan.RankOf(req.ID()), Version: obj.Object.GroupVersionKind().Version, Object: obj}
 	report := r.DryRun || s.DryRun() || !s.SelfHealEnabled()
 	if report {
 		// Reported, not put back: the first sync that writes again (a

@@ -76,3 +76,14 @@ func unpackAll(ps []packed) ([]render.Object, bool) {
 	}
 	return out, true
 }
+
+// jsonOf returns the JSON of each of ps that encoded.
+func jsonOf(ps map[plan.ID]packed) map[plan.ID][]byte {
+	out := make(map[plan.ID][]byte, len(ps))
+	for id, p := range ps {
+		if p.json != nil {
+			out[id] = p.json
+		}
+	}
+	return out
+}

@@ -449,6 +449,44 @@ func (w *Writer) Replace(objects []render.Object) {
 	}
 }
 
+// recordPacked is Record for a render the Store holds (Rendered): what
+// the sync wrote is recorded as the render's own JSON, not encoded again.
+func (w *Writer) recordPacked(cs apply.ChangeSet, rendered map[plan.ID]packed) {
+	if w.st.applied == nil {
+		w.st.applied = make(map[plan.ID]packed, len(rendered))
+	}
+	for _, c := range cs {
+		switch c.Action {
+		case apply.Pruned:
+			delete(w.st.applied, c.ID)
+		case apply.Created, apply.Configured, apply.Unchanged, apply.Skipped:
+			if p, ok := rendered[c.ID]; ok {
+				w.st.applied[c.ID] = p
+			}
+		}
+	}
+}
+
+// replacePacked is Replace for a render the Store holds (Rendered).
+func (w *Writer) replacePacked(rendered map[plan.ID]packed) {
+	w.st.applied = make(map[plan.ID]packed, len(rendered))
+	for id, p := range rendered {
+		w.st.applied[id] = p
+	}
+}
+
+// Rendered returns each object of the Sync's cached render (SetRendered,
+// which a sync calls with its render before it compares) by ID, as the
+// Store holds it: shared, not to be changed.
+func (w *Writer) Rendered() map[plan.ID]packed {
+	ps := w.store.renderedPacks(w.st)
+	out := make(map[plan.ID]packed, len(ps))
+	for _, p := range ps {
+		out[p.id] = p
+	}
+	return out
+}
+
 // RenderedJSON returns the JSON of each object of the Sync's cached
 // render (SetRendered, which a sync calls with its render before it
 // compares): shared, not to be changed.

@@ -435,11 +435,6 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		log.FromContext(ctx).Error(unreadable, "ignoring unreadable inventory entries")
 	}
 
-	byID := make(map[plan.ID]render.Object, len(objects))
-	for _, obj := range objects {
-		byID[plan.IDOf(obj.Object)] = obj
-	}
-	in := engine.Input{Sync: s, Objects: objects, Inventory: previous, DryRun: o.dryRun}
 	// The gate is held from the first request to the last (validation
 	// included, so that the objects compared are the objects written),
 	// except while waiting for health.
@@ -451,8 +446,14 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			w.Release()
 		}
 	}()
-	renderedJSON := w.RenderedJSON()
-	same := sameAsApplied(w, byID, renderedJSON)
+	// The render as the Store holds it (desiredObjects cached it): its
+	// JSON, which every step below reads instead of the decoded objects,
+	// so that those are held only until the plan is made (engine.Run).
+	byID := w.Rendered()
+	in := engine.Input{Sync: s, Objects: objects, JSON: jsonOf(byID), Inventory: previous, DryRun: o.dryRun}
+	total := len(objects)
+	objects = nil
+	same := sameAsApplied(w, byID)
 	storedEntries, _ := r.Store.Inventory(key, s.UID)
 	var checked verified
 	fromDigests := false
@@ -461,7 +462,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		if in.Known == nil {
 			// The first sync after a start: what the Inventory's digests
 			// show unchanged is not compared again.
-			in.Known = r.startKnown(ctx, s, w, byID, marked, o.started)
+			in.Known = r.startKnown(ctx, s, byID, marked, o.started)
 			fromDigests = in.Known != nil
 		}
 		// An object whose render is what was applied and that differs
@@ -480,12 +481,12 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		Last: s.Spec.Wait,
 		Progress: func(p apply.WaveProgress) {
 			o.progressed = true
-			r.writeProgress(ctx, s, progressOf(o.revision, p, len(objects)), len(p.Wave.Steps))
+			r.writeProgress(ctx, s, progressOf(o.revision, p, total), len(p.Wave.Steps))
 		},
 		Around: func(ctx context.Context, wave apply.Wave, wait func(context.Context) error) error {
 			// What this wave wrote is what drift reverts to from now on;
 			// drift checks run while the sync waits.
-			w.Record(wave.Changes, byID)
+			w.recordPacked(wave.Changes, byID)
 			return w.Pause(func() error {
 				if o.hold != nil {
 					return wait(ctx) // a new commit does not supersede a hold
@@ -504,9 +505,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	switch {
 	case res.Err == nil:
 		// A dry run's render is what drift is reported against.
-		w.Replace(objects)
+		w.replacePacked(byID)
 	case !o.dryRun:
-		w.Record(res.Changes, byID)
+		w.recordPacked(res.Changes, byID)
 		w.Forget(uncertain(res)...)
 	}
 	w.Release()
@@ -551,7 +552,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			// commit, a revert or a small Sync's first sync (whose
 			// write-ahead record listed its entries) does not rewrite the
 			// Inventory.
-			digests = nextDigests(ctx, o.inventory, digests, checked.get(), byID, renderedJSON, r.metadataOf(s))
+			digests = nextDigests(ctx, o.inventory, digests, checked.get(), byID, r.metadataOf(s))
 		}
 		// The Inventory first, then the status that points at it.
 		if err := r.saveInventory(ctx, s, o.inventory, digests); err != nil {
@@ -635,13 +636,17 @@ func comparedMarks(marked map[plan.ID]bool, changes apply.ChangeSet, dryRun bool
 // the sync configured, with the fields it changed, from what to what and
 // who had changed them, as a drift check's incident says it. Values from
 // Secrets (secrets) are masked.
-func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]render.Object, secrets *redact.Set) []string {
+func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]packed, secrets *redact.Set) []string {
 	var out []string
 	for _, c := range changes {
 		if c.Action != apply.Configured || c.Live == nil || c.Applied == nil {
 			continue
 		}
-		fields := driftFields(byID[c.ID].Object, c.Applied, c.Live, apply.FieldManager, secrets)
+		obj, ok := byID[c.ID].unpack()
+		if !ok {
+			continue
+		}
+		fields := driftFields(obj.Object, c.Applied, c.Live, apply.FieldManager, secrets)
 		parts := make([]string, 0, len(fields))
 		for _, f := range fields {
 			parts = append(parts, f.Bound().String())
@@ -720,20 +725,26 @@ func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, same func(plan.ID) boo
 	return func(step plan.Step) bool { return !marked[step.ID] && same(step.ID) }
 }
 
-// sameAsApplied returns a test for objects of byID (the render, whose
-// JSON is rendered) that are what the Sync last applied (w, the sync's
-// hold on its gate): the render's JSON equal to what was applied, told
-// without decoding it (at 10,000 objects, decoding each one again cost a
-// one-object commit most of a second), or else the same object once
-// decoded.
-func sameAsApplied(w *Writer, byID map[plan.ID]render.Object, rendered map[plan.ID][]byte) func(plan.ID) bool {
+// sameAsApplied returns a test for objects of byID (the render) that are
+// what the Sync last applied (w, the sync's hold on its gate): the
+// render's JSON equal to what was applied, told without decoding it (at
+// 10,000 objects, decoding each one again cost a one-object commit most
+// of a second), or else the same object once decoded.
+func sameAsApplied(w *Writer, byID map[plan.ID]packed) func(plan.ID) bool {
 	return func(id plan.ID) bool {
-		if w.AppliedJSONEquals(id, rendered[id]) {
+		p, desired := byID[id]
+		if !desired {
+			return false
+		}
+		if w.AppliedJSONEquals(id, p.json) {
 			return true
 		}
 		prev, ok := w.Applied(id)
-		obj, desired := byID[id]
-		return ok && desired && apply.Equal(prev.Object, obj.Object)
+		if !ok {
+			return false
+		}
+		obj, ok := p.unpack()
+		return ok && apply.Equal(prev.Object, obj.Object)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
-	"github.com/driftless/driftless/internal/render"
 )
 
 // A restarted agent knows nothing of what the one before it compared,
@@ -83,19 +82,18 @@ func (v *verified) get() map[plan.ID]string {
 // holdsSecrets reports whether o's desired form holds values from a
 // Secret (a Secret, a decrypted file, a secret variable): no digest of it
 // is kept in the Inventory, which more people may read than its Secret.
-func holdsSecrets(o render.Object) bool {
-	return o.Decrypted || len(o.SecretVariables) > 0 || (o.Object.GroupVersionKind().Group == "" && o.Object.GetKind() == "Secret")
+func holdsSecrets(p packed) bool {
+	return p.decrypted || len(p.secretVariables) > 0 || (p.id.Group == "" && p.id.Kind == "Secret")
 }
 
 // digestable returns the desired digest of id's render, false when none
 // is kept (no JSON, or values from Secrets).
-func digestable(id plan.ID, byID map[plan.ID]render.Object, rendered map[plan.ID][]byte) ([8]byte, bool) {
-	o, ok := byID[id]
-	data := rendered[id]
-	if !ok || data == nil || holdsSecrets(o) {
+func digestable(id plan.ID, byID map[plan.ID]packed) ([8]byte, bool) {
+	p, ok := byID[id]
+	if !ok || p.json == nil || holdsSecrets(p) {
 		return [8]byte{}, false
 	}
-	return inventory.DesiredDigest(data), true
+	return inventory.DesiredDigest(p.json), true
 }
 
 // startKnown returns, for the first sync of s in this process, a test for
@@ -107,7 +105,7 @@ func digestable(id plan.ID, byID map[plan.ID]render.Object, rendered map[plan.ID
 // comparison, it was Ready and not drifted at its last applied spec, its
 // last full comparison (status.lastComparedAt) is within FullResync, and
 // its Inventory has digests. Objects in marked are always compared.
-func (r *SyncReconciler) startKnown(ctx context.Context, s *v1alpha1.Sync, w *Writer, byID map[plan.ID]render.Object, marked map[plan.ID]bool, started time.Time) func(plan.Step) bool {
+func (r *SyncReconciler) startKnown(ctx context.Context, s *v1alpha1.Sync, byID map[plan.ID]packed, marked map[plan.ID]bool, started time.Time) func(plan.Step) bool {
 	key := client.ObjectKeyFromObject(s)
 	if _, ok := r.Store.LastFull(key); ok || !r.mayTrustDigests(s) {
 		return nil
@@ -122,16 +120,15 @@ func (r *SyncReconciler) startKnown(ctx context.Context, s *v1alpha1.Sync, w *Wr
 		// Those kinds' objects are compared.
 		log.FromContext(ctx).Error(err, "cannot watch managed objects; their objects are compared")
 	}
-	rendered := w.RenderedJSON()
 	return func(step plan.Step) bool {
 		d, ok := digests[step.ID]
 		if !ok || marked[step.ID] {
 			return false
 		}
-		if desired, ok := digestable(step.ID, byID, rendered); !ok || desired != d.Desired {
+		if desired, ok := digestable(step.ID, byID); !ok || desired != d.Desired {
 			return false
 		}
-		m, ok := reader.metadata(ctx, step.Object.Object.GroupVersionKind(), client.ObjectKey{Namespace: step.ID.Namespace, Name: step.ID.Name})
+		m, ok := reader.metadata(ctx, step.GroupVersionKind(), client.ObjectKey{Namespace: step.ID.Namespace, Name: step.ID.Name})
 		return ok && m.DeletionTimestamp == nil && drift.Mark(m) == d.Live
 	}
 }
@@ -158,7 +155,7 @@ func (r *SyncReconciler) mayTrustDigests(s *v1alpha1.Sync) bool {
 // verify, what previous recorded (still true of the state it was made
 // from); nothing for the rest.
 func nextDigests(ctx context.Context, entries []plan.Entry, previous inventory.Digests, v map[plan.ID]string,
-	byID map[plan.ID]render.Object, rendered map[plan.ID][]byte, reader metadataReader) inventory.Digests {
+	byID map[plan.ID]packed, reader metadataReader) inventory.Digests {
 	out := make(inventory.Digests, len(entries))
 	for _, e := range entries {
 		rv, ok := v[e.ID]
@@ -168,7 +165,7 @@ func nextDigests(ctx context.Context, entries []plan.Entry, previous inventory.D
 			}
 			continue
 		}
-		desired, ok := digestable(e.ID, byID, rendered)
+		desired, ok := digestable(e.ID, byID)
 		if !ok || reader == nil {
 			continue
 		}

@@ -25,9 +25,15 @@ type Step struct {
 	ID ID
 	// Wave is the object's wave: its driftless.dev/wave annotation,
 	// lowered to the wave of any object that needs it (see New).
-	Wave   int
-	Rank   Rank
+	Wave int
+	Rank Rank
+	// Version is the API version the object is applied with.
+	Version string
+	// Object is the desired object and where it came from. In a plan
+	// made Compact its Object.Object is nil: Desired decodes it.
 	Object render.Object
+	// doc is the object's JSON once the plan is Compact.
+	doc []byte
 }
 
 // Plan is the ordered set of changes for one sync.
@@ -56,7 +62,7 @@ func New(desired []render.Object, previous []Entry) Plan {
 		id := IDOf(obj.Object)
 		w, _ := waveOf(obj)
 		want[id] = len(p.Apply)
-		p.Apply = append(p.Apply, Step{ID: id, Wave: w, Rank: RankOf(id), Object: obj})
+		p.Apply = append(p.Apply, Step{ID: id, Wave: w, Rank: RankOf(id), Version: obj.Object.GroupVersionKind().Version, Object: obj})
 	}
 	crds := crdIndex(desired)
 	// needs[i] are the objects of the plan that step i refers to, found
@@ -159,7 +165,7 @@ func compare(a, b ID) int {
 func (p Plan) Inventory() []Entry {
 	inv := make([]Entry, 0, len(p.Apply))
 	for _, s := range p.Apply {
-		inv = append(inv, Entry{ID: s.ID, Version: s.Object.Object.GroupVersionKind().Version, Wave: s.Wave})
+		inv = append(inv, Entry{ID: s.ID, Version: s.Version, Wave: s.Wave})
 	}
 	return inv
 }

@@ -1,0 +1,103 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/driftless/driftless/internal/engine"
+	"github.com/driftless/driftless/internal/render"
+)
+
+// deployment is a rendered Deployment of the Sync fleet in ns, of the
+// size and shape of an app's (twenty-odd nested maps).
+func deployment(t *testing.T, ns, name string) render.Object {
+	t.Helper()
+	doc := fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  labels: {driftless.dev/sync: %[2]s.fleet, app.kubernetes.io/name: %[1]s, app.kubernetes.io/part-of: shop}
+  annotations: {driftless.dev/origin: "apps/%[1]s.yaml#0"}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app.kubernetes.io/name: %[1]s}}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: %[1]s, app.kubernetes.io/part-of: shop}
+    spec:
+      containers:
+      - name: app
+        image: registry.example/%[1]s:1.0.0
+        ports: [{name: http, containerPort: 8080}]
+        env: [{name: LOG_LEVEL, value: info}, {name: APP, value: %[1]s}]
+        resources: {requests: {cpu: 10m, memory: 32Mi}, limits: {memory: 64Mi}}
+        readinessProbe: {httpGet: {path: /ready, port: http}, periodSeconds: 5}
+        livenessProbe: {httpGet: {path: /live, port: http}, periodSeconds: 10}
+`, name, ns)
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return render.Object{Object: u, Origin: render.Origin{Path: "apps/" + name + ".yaml"}}
+}
+
+// liveHeap is the heap a full collection finds live.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestALargeSyncDoesNotHoldItsRenderDecodedWhileItWrites checks that
+// what a sync holds while it writes grows with its objects' JSON, not
+// with their decoded maps (which cost about five times as much): the
+// agent's peak memory over a Sync of ten thousand objects was mostly the
+// render held decoded from the first request to the last.
+func TestALargeSyncDoesNotHoldItsRenderDecodedWhileItWrites(t *testing.T) {
+	const n = 1000
+	ns := env.Namespace(t)
+	objects := make([]render.Object, n)
+	for i := range objects {
+		objects[i] = deployment(t, ns, fmt.Sprintf("app-%04d", i))
+	}
+	decoded := liveHeap()
+	runtime.KeepAlive(objects)
+	objects = nil
+	base := liveHeap()
+	decoded -= min(decoded, base)
+	// The same objects again, handed to the sync: the test keeps none.
+	in := engine.Input{Sync: syncIn(ns), Objects: make([]render.Object, n)}
+	for i := range in.Objects {
+		in.Objects[i] = deployment(t, ns, fmt.Sprintf("app-%04d", i))
+	}
+	var writes atomic.Int64
+	var held atomic.Uint64
+	in.Written = func(*unstructured.Unstructured) {
+		if writes.Add(1) == n/2 {
+			held.Store(liveHeap())
+		}
+	}
+	res := engine.Run(context.Background(), c, in)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if writes.Load() != n {
+		t.Fatalf("%d objects written, want %d", writes.Load(), n)
+	}
+	got := held.Load() - min(held.Load(), base)
+	t.Logf("%d Deployments: %d KiB decoded; the sync held %d KiB half-way through its writes", n, decoded>>10, got>>10)
+	// The objects' JSON and the plan's and the apply's own records are
+	// about a third of the decoded objects; the bound is generous.
+	if got > decoded*2/3 {
+		t.Errorf("half-way through writing %d objects the sync held %d KiB, more than two thirds of the %d KiB of its render decoded: "+
+			"the render is held decoded through the apply", n, got>>10, decoded>>10)
+	}
+}
