@@ -55,6 +55,9 @@ type agentMemory struct {
 	SteadyLiveMiB float64 `json:"steady_heap_live_mib"`
 	IdleFileMiB   float64 `json:"idle_rss_file_mib"`
 	IdleHeapMiB   float64 `json:"idle_heap_mib"`
+	// IdleMappings is the idle RSS by kind of mapping (the binary's code,
+	// read-only data and data, anonymous memory, stack), from smaps.
+	IdleMappings []mapping `json:"idle_mappings,omitempty"`
 	// PerThousand and PerSync are SteadyMiB and PeakMiB less IdleMiB, per
 	// 1,000 objects and per Sync.
 	SteadyPerThousand float64 `json:"steady_mib_per_1000_objects"`
@@ -150,7 +153,10 @@ func runAgentMemory(ctx context.Context, o options, bin, shape string, syncs, ap
 	if m.IdleMiB, m.IdleFileMiB, m.IdleHeapMiB, err = p.rss(ctx); err != nil {
 		return nil, err
 	}
-	step("agent process %d idle: %.0f MiB RSS; creating %d Syncs, %d objects", p.cmd.Process.Pid, m.IdleMiB, syncs, objects)
+	if m.IdleMappings, err = readSmaps(p.cmd.Process.Pid); err != nil {
+		return nil, err
+	}
+	step("agent process %d idle: %.0f MiB RSS (%s); creating %d Syncs, %d objects", p.cmd.Process.Pid, m.IdleMiB, formatMappings(m.IdleMappings), syncs, objects)
 	start := time.Now()
 	for i := range syncs {
 		s := newSync(fmt.Sprintf("mem-%04d", i), repo.url(), time.Hour, o.syncTimeout)
