@@ -141,6 +141,9 @@ func runAgentMemory(ctx context.Context, o options, bin, shape string, syncs, ap
 	if err != nil {
 		return nil, err
 	}
+	if err := dropPageCache(bin); err != nil {
+		return nil, err
+	}
 	p, err := startAgentProcess(bin, b.env, b.dir)
 	if err != nil {
 		return nil, err
