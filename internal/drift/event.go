@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"time"
+	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -119,25 +121,79 @@ func WrittenSince(entries []metav1.ManagedFieldsEntry, since time.Time) bool {
 const digestPrefix = `"sha256:`
 
 // CompactMetadata is a cache transform (client-go's TransformFunc) for
-// the metadata-only objects of the drift watches. It keeps what
-// RequestFor, Relevant and WrittenSince read — names, labels, and
-// each managedFields entry's manager, operation, subresource and time —
-// and replaces each entry's field set, the largest part of an object's
-// metadata, by a digest of it, which Relevant compares as it compared the
-// fields. Attribution reads the fields of the live object from the API
-// server, never from the cache. Other objects pass unchanged; an object
-// passed twice is not changed again.
+// the metadata-only objects of the drift watches, which hold every
+// managed object's metadata while the agent runs. It keeps what the agent
+// reads of them — RequestFor, Relevant, WrittenSince, Mark, Writes.Ours
+// and the restart's check: name, namespace, UID, resourceVersion, the
+// deletion time, the driftless.dev/ labels, and each managedFields
+// entry's manager, operation, API version, subresource and time — and
+// replaces each entry's field set, the largest part of an object's
+// metadata, by a digest of it, which Relevant and Mark compare as they
+// compared the fields. It drops the rest: annotations (the origin, or
+// kubectl's last-applied configuration, is often most of an object's
+// metadata: the admission webhook and attribution read the object from
+// the API server, never from this cache), other labels, owner
+// references, finalizers, generation and creation time. The strings
+// every object repeats (API versions, managers, operations) are shared.
+// Other objects pass unchanged; an object passed twice is not changed
+// again.
 func CompactMetadata(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	for i, e := range m.ManagedFields {
+	m.TypeMeta = metav1.TypeMeta{APIVersion: intern(m.APIVersion), Kind: intern(m.Kind)}
+	m.ObjectMeta = metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		DeletionTimestamp: m.DeletionTimestamp, Labels: ownLabels(m.Labels), ManagedFields: m.ManagedFields,
+	}
+	for i := range m.ManagedFields {
+		e := &m.ManagedFields[i]
+		e.Manager, e.APIVersion, e.Subresource = intern(e.Manager), intern(e.APIVersion), intern(e.Subresource)
+		e.Operation, e.FieldsType = metav1.ManagedFieldsOperationType(intern(string(e.Operation))), intern(e.FieldsType)
 		if e.FieldsV1 == nil || bytes.HasPrefix(e.FieldsV1.GetRawBytes(), []byte(digestPrefix)) {
 			continue
 		}
 		sum := sha256.Sum256(e.FieldsV1.GetRawBytes())
-		m.ManagedFields[i].FieldsV1 = metav1.NewFieldsV1(digestPrefix + hex.EncodeToString(sum[:16]) + `"`)
+		e.FieldsV1 = metav1.NewFieldsV1(digestPrefix + hex.EncodeToString(sum[:16]) + `"`)
 	}
 	return m, nil
 }
+
+// ownLabels is the driftless.dev/ labels of labels (the Sync's, the
+// shard's), nil for none; the map is labels itself when it holds no
+// other.
+func ownLabels(labels map[string]string) map[string]string {
+	n := 0
+	for k := range labels {
+		if strings.HasPrefix(k, ownPrefix) {
+			n++
+		}
+	}
+	if n == len(labels) {
+		return labels
+	}
+	if n == 0 {
+		return nil
+	}
+	own := make(map[string]string, n)
+	for k, v := range labels {
+		if strings.HasPrefix(k, ownPrefix) {
+			own[intern(k)] = v
+		}
+	}
+	return own
+}
+
+// intern returns the one copy of s the process keeps (unique.Make): the
+// watches hold thousands of objects that each repeat the same few
+// strings. A string no object holds any more is collected.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+// ownPrefix starts the names of the labels driftless writes.
+const ownPrefix = "driftless.dev/"

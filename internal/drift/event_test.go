@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftless/driftless/api/v1alpha1"
 )
 
 func entry(manager string, at time.Time, fields string, sub string) metav1.ManagedFieldsEntry {
@@ -105,4 +109,64 @@ func compacted(t *testing.T, entries []metav1.ManagedFieldsEntry) []metav1.Manag
 		}
 	}
 	return m.ManagedFields
+}
+
+// TestTheWatchCacheKeepsOnlyWhatTheAgentReads: the drift watches hold
+// every managed object's metadata for as long as the agent runs; the
+// cache keeps what the agent reads of it (the Sync label, names, UID,
+// resourceVersion, deletion, the managedFields entries with digests of
+// their field sets) and drops the rest, the annotations first (an
+// object's origin, or kubectl's last-applied configuration, is often
+// most of its metadata). The object's Mark is the same before and after,
+// so the digests in Inventories written before still match.
+func TestTheWatchCacheKeepsOnlyWhatTheAgentReads(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	gone := metav1.NewTime(at.Add(time.Minute))
+	grace := int64(30)
+	full := func() *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{
+			TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "web", GenerateName: "we", Namespace: "shop", UID: "uid-1", ResourceVersion: "42", Generation: 3,
+				CreationTimestamp: at, DeletionTimestamp: &gone, DeletionGracePeriodSeconds: &grace,
+				Labels: map[string]string{v1alpha1.SyncLabel: "ops.shop", v1alpha1.SyncShardLabel: "a", "app": "web", "team": "checkout"},
+				Annotations: map[string]string{v1alpha1.OriginAnnotation: "apps/web.yaml#0@1a2b3c4",
+					"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"apps/v1","kind":"Deployment"}`,
+					"deployment.kubernetes.io/revision":                "1"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "uid-0"}},
+				Finalizers:      []string{"example.com/keep"},
+				ManagedFields: []metav1.ManagedFieldsEntry{
+					{Manager: "driftless", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1", Time: &at,
+						FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)},
+					{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Time: &at,
+						FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{}}`), Subresource: "status"},
+				},
+			},
+		}
+	}
+	out, err := CompactMetadata(full())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*metav1.PartialObjectMetadata)
+	want := full()
+	want.ObjectMeta = metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1", ResourceVersion: "42", DeletionTimestamp: &gone,
+		Labels:        map[string]string{v1alpha1.SyncLabel: "ops.shop", v1alpha1.SyncShardLabel: "a"},
+		ManagedFields: compacted(t, full().ManagedFields)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the cached metadata (-want +got):\n%s", diff)
+	}
+	if Mark(got) != Mark(want) {
+		t.Error("the object's Mark changed with what the cache leaves out")
+	}
+	if req, ok := RequestFor(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, got); !ok || req.Sync.Name != "shop" {
+		t.Errorf("RequestFor the cached metadata = %+v, %v; want a request for Sync ops/shop", req, ok)
+	}
+	again, err := CompactMetadata(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, again); diff != "" {
+		t.Errorf("the cached metadata passed twice (-want +got):\n%s", diff)
+	}
 }
