@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -394,13 +395,49 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// commit is the short commit of the working tree and whether it has
-// uncommitted changes.
+// commit is the short commit the bench was built from and whether it had
+// uncommitted changes: the one built into the binary (builtFrom), so that
+// a bench binary built at one commit and run from a checkout at another
+// is named after its own; else the working tree's, which is the binary's
+// under go run.
 func commit() (string, bool) {
+	if rev, dirty, ok := builtFrom(); ok {
+		return rev, dirty
+	}
 	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
 		return "unknown", false
 	}
 	status, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
 	return strings.TrimSpace(string(out)), len(strings.TrimSpace(string(status))) > 0
+}
+
+// builtCommit names the commit a bench binary was built from, set with
+// go build -ldflags "-X main.builtCommit=$(git rev-parse --short HEAD)".
+var builtCommit string
+
+// builtFrom is the short commit this binary was built from and whether
+// it had uncommitted changes: builtCommit, or what the Go toolchain
+// stamped into the binary (-buildvcs), if either says.
+func builtFrom() (rev string, dirty, ok bool) {
+	if builtCommit != "" {
+		rev, dirty := strings.CutSuffix(builtCommit, "-dirty")
+		return rev, dirty, true
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false, false
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if len(rev) > 7 {
+		rev = rev[:7]
+	}
+	return rev, dirty, rev != ""
 }

@@ -233,7 +233,7 @@ func (c *Clusters) build(key string, kc *engine.KubeConfig) (*remoteCluster, err
 	if err != nil {
 		return nil, err
 	}
-	options := client.Options{Scheme: c.scheme, Mapper: mapper, HTTPClient: httpClient}
+	options := client.Options{Scheme: c.scheme, Mapper: newMappingCache(mapper), HTTPClient: httpClient}
 	agent, err := client.New(cfg, options)
 	if err != nil {
 		return nil, err

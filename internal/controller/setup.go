@@ -94,7 +94,7 @@ func CacheOptions() cache.Options { return ShardCacheOptions(nil) }
 // Setup registers the Sync and drift controllers with mgr, whose cache
 // must be built from CacheOptions.
 func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
-	clientOptions := client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()}
+	clientOptions := client.Options{Scheme: mgr.GetScheme(), Mapper: newMappingCache(mgr.GetRESTMapper()), HTTPClient: mgr.GetHTTPClient()}
 	applier, err := client.New(mgr.GetConfig(), clientOptions)
 	if err != nil {
 		return nil, err
