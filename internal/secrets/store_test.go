@@ -1,0 +1,184 @@
+package secrets
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/getsops/sops/v3"
+	"github.com/getsops/sops/v3/age"
+	"github.com/getsops/sops/v3/config"
+	"github.com/getsops/sops/v3/stores/dotenv"
+	"github.com/getsops/sops/v3/stores/ini"
+	"github.com/getsops/sops/v3/stores/json"
+	"github.com/getsops/sops/v3/stores/yaml"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// sopsStore is SOPS's own store for the format, the reference driftless's
+// stores must agree with: the same tree (order, types, comments) for the
+// same file, and the same bytes for the same tree. Only tests link it
+// (it links sops/v3/config and its publish package).
+func sopsStore(f Format) sops.Store {
+	switch f {
+	case YAML:
+		return yaml.NewStore(&config.YAMLStoreConfig{})
+	case JSON:
+		// The sops CLI's default indentation is a tab: -1.
+		return json.NewStore(&config.JSONStoreConfig{Indent: -1})
+	case Dotenv:
+		return dotenv.NewStore(&config.DotenvStoreConfig{})
+	case INI:
+		return ini.NewStore(&config.INIStoreConfig{})
+	}
+	return json.NewBinaryStore(&config.JSONBinaryStoreConfig{Indent: -1})
+}
+
+// sameTree compares trees as the MAC and the writers see them: an empty
+// mapping or list is the same whether nil or not.
+var sameTree = cmpopts.EquateEmpty()
+
+// formatFixtures are plain files of every format with what SOPS must
+// keep: comments, nested lists, lists of mappings, several documents,
+// unicode, empty values, numbers, booleans and nulls.
+func formatFixtures(t *testing.T) map[string][]byte {
+	t.Helper()
+	names, err := filepath.Glob("testdata/formats/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(name)] = data
+	}
+	if len(files) == 0 {
+		t.Fatal("no fixtures in testdata/formats")
+	}
+	return files
+}
+
+func TestStoresReadAndWriteFilesAsSopsDoes(t *testing.T) {
+	for name, data := range formatFixtures(t) {
+		t.Run(name, func(t *testing.T) {
+			assertSameAsSops(t, FormatOf(name), data)
+		})
+	}
+}
+
+// assertSameAsSops checks that driftless's store for f and SOPS's read
+// data to the same tree (or both refuse it), write that tree to the same
+// plain bytes, and write it with metadata to the same encrypted file,
+// which both read back to the same tree and metadata.
+func assertSameAsSops(t *testing.T, f Format, data []byte) {
+	t.Helper()
+	ours, theirs := f.store(), sopsStore(f)
+	want, wantErr := theirs.LoadPlainFile(data)
+	got, err := ours.LoadPlainFile(data)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("LoadPlainFile: error %v, sops's store: %v", err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	if diff := cmp.Diff(want, got, sameTree); diff != "" {
+		t.Fatalf("LoadPlainFile gave another tree than sops's store (-sops +driftless):\n%s", diff)
+	}
+	wantPlain, wantErr := theirs.EmitPlainFile(want)
+	gotPlain, err := ours.EmitPlainFile(got)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("EmitPlainFile: error %v, sops's store: %v", err, wantErr)
+	}
+	if diff := cmp.Diff(string(wantPlain), string(gotPlain)); diff != "" {
+		t.Errorf("EmitPlainFile wrote another file than sops's store (-sops +driftless):\n%s", diff)
+	}
+
+	tree := sops.Tree{Branches: got, Metadata: testMetadata(t)}
+	wantEnc, wantErr := theirs.EmitEncryptedFile(tree)
+	gotEnc, err := ours.EmitEncryptedFile(tree)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("EmitEncryptedFile: error %v, sops's store: %v", err, wantErr)
+	}
+	if err != nil {
+		return
+	}
+	if diff := cmp.Diff(string(wantEnc), string(gotEnc)); diff != "" {
+		t.Errorf("EmitEncryptedFile wrote another file than sops's store (-sops +driftless):\n%s", diff)
+	}
+	wantTree, wantErr := theirs.LoadEncryptedFile(wantEnc)
+	gotTree, err := ours.LoadEncryptedFile(wantEnc)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("LoadEncryptedFile: error %v, sops's store: %v", err, wantErr)
+	}
+	if diff := cmp.Diff(wantTree, gotTree, sameTree, cmpopts.IgnoreUnexported(age.MasterKey{})); diff != "" {
+		t.Errorf("LoadEncryptedFile gave another tree than sops's store (-sops +driftless):\n%s", diff)
+	}
+}
+
+// testMetadata is a sops block with every field a store writes.
+func testMetadata(t *testing.T) sops.Metadata {
+	t.Helper()
+	mk, err := age.MasterKeyFromRecipient("age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk.EncryptedKey = "-----BEGIN AGE ENCRYPTED FILE-----\nYWdl\n-----END AGE ENCRYPTED FILE-----\n"
+	return sops.Metadata{
+		KeyGroups:                 []sops.KeyGroup{{mk}},
+		LastModified:              time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC),
+		MessageAuthenticationCode: "ENC[AES256_GCM,data:bWFj,iv:aXY=,tag:dGFn,type:str]",
+		EncryptedRegex:            SecretFields,
+		MACOnlyEncrypted:          true,
+		Version:                   sopsVersion,
+	}
+}
+
+func TestStoresReadEdgeCasesAsSopsDoes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		format Format
+		data   string
+	}{
+		{"an empty YAML file", YAML, ""},
+		{"a YAML file of one empty line", YAML, "\n"},
+		{"a YAML file of only a comment", YAML, "# nothing here\n"},
+		{"an empty YAML document", YAML, "---\n"},
+		{"empty YAML documents between others", YAML, "a: 1\n---\n---\n# c\nb: 2\n"},
+		{"a YAML document with a document-start comment", YAML, "--- # start\na: 1\n...\n"},
+		{"a YAML key twice", YAML, "a: 1\na: 2\n"},
+		{"a YAML key that is a number", YAML, "1: one\n"},
+		{"a YAML list document", YAML, "- a\n- b\n"},
+		{"a YAML scalar document", YAML, "just a string\n"},
+		{"YAML comments around an empty mapping", YAML, "a: # after a\n  # inside\n  {}\n# after\n"},
+		{"YAML comments in a list of lists", YAML, "a:\n  # head\n  - # inline\n    - x # x\n    # foot x\n  - []\n"},
+		{"a YAML merge key", YAML, "base: &b {x: 1}\nderived:\n  <<: *b\n  y: 2\n"},
+		{"YAML tabs and CRLF", YAML, "a: 1\r\nb:\r\n  - c\r\n"},
+		{"invalid YAML", YAML, "a: [1, 2\n"},
+		{"an empty JSON object", JSON, "{}"},
+		{"a JSON array", JSON, "[1, 2]"},
+		{"a JSON string", JSON, `"a"`},
+		{"a JSON key twice", JSON, `{"a": 1, "a": 2}`},
+		{"a truncated JSON object", JSON, `{"a": 1`},
+		{"an empty JSON file", JSON, ""},
+		{"a huge JSON number", JSON, `{"a": 1e400}`},
+		{"an empty dotenv file", Dotenv, ""},
+		{"a dotenv line without =", Dotenv, "JUST_A_WORD\n"},
+		{"dotenv CRLF lines", Dotenv, "A=1\r\nB=2\r\n"},
+		{"a dotenv value with a literal backslash-n", Dotenv, `A=x\ny` + "\n"},
+		{"an empty INI file", INI, ""},
+		{"an INI key without a value", INI, "[s]\nflag\n"},
+		{"INI continuation and quotes", INI, "[s]\na = \"\"\"multi\nline\"\"\"\nb = `raw`\n"},
+		{"an INI [DEFAULT] section", INI, "[DEFAULT]\nk = v\n[other]\nx = y\n"},
+		{"an empty binary file", Binary, ""},
+		{"a binary file that is not UTF-8", Binary, "\xff\xfe\x00bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assertSameAsSops(t, tc.format, []byte(tc.data))
+		})
+	}
+}
