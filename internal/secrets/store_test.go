@@ -210,3 +210,24 @@ func FuzzStoresReadAsSopsReads(f *testing.F) {
 		assertSameAsSops(t, formats[int(format)%len(formats)], data, true)
 	})
 }
+
+func TestStoresRefuseWhatSopsReadsSilently(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		format Format
+		data   string
+	}{
+		{"data after a JSON object", JSON, `{"a": 1} {"b": 2}`},
+		{"a key twice in a later YAML document", YAML, "a: 1\n---\nb: 1\nb: 2\n"},
+		{"a YAML value its tag does not fit in a later document", YAML, "a: 1\n---\nb: !!int abc\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := sopsStore(tc.format).LoadPlainFile([]byte(tc.data)); err != nil {
+				t.Fatalf("sops's store refuses it too: %v", err)
+			}
+			if _, err := tc.format.store().LoadPlainFile([]byte(tc.data)); err == nil {
+				t.Error("LoadPlainFile read it")
+			}
+		})
+	}
+}
