@@ -38,6 +38,28 @@ type codec struct {
 	write func(sops.TreeBranches) ([]byte, error)
 }
 
+// load and emit call read and write, and turn a panic into an error: the
+// INI library panics writing a key whose comment starts with an empty
+// line, and a file in git must not stop the agent. The panic's value is
+// not shown, since it may quote the file.
+func (c codec) load(in []byte) (branches sops.TreeBranches, err error) {
+	defer func() {
+		if recover() != nil {
+			branches, err = nil, errors.New("the file cannot be read: its format's library failed on it")
+		}
+	}()
+	return c.read(in)
+}
+
+func (c codec) emit(branches sops.TreeBranches) (out []byte, err error) {
+	defer func() {
+		if recover() != nil {
+			out, err = nil, errors.New("the file cannot be written: its format's library failed on it")
+		}
+	}()
+	return c.write(branches)
+}
+
 var _ sops.Store = (*fileStore)(nil)
 
 func (s *fileStore) Name() string { return s.name }
@@ -46,7 +68,7 @@ func (s *fileStore) Name() string { return s.name }
 // encrypted, and its metadata. A file without the sops block returns
 // sops.MetadataNotFound.
 func (s *fileStore) LoadEncryptedFile(in []byte) (sops.Tree, error) {
-	branches, err := s.encrypted.read(in)
+	branches, err := s.encrypted.load(in)
 	if err != nil {
 		return sops.Tree{}, err
 	}
@@ -59,7 +81,7 @@ func (s *fileStore) LoadEncryptedFile(in []byte) (sops.Tree, error) {
 
 // LoadPlainFile reads a file before encryption.
 func (s *fileStore) LoadPlainFile(in []byte) (sops.TreeBranches, error) {
-	return s.plain.read(in)
+	return s.plain.load(in)
 }
 
 // EmitEncryptedFile writes in's encrypted values and its metadata.
@@ -68,12 +90,12 @@ func (s *fileStore) EmitEncryptedFile(in sops.Tree) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.encrypted.write(branches)
+	return s.encrypted.emit(branches)
 }
 
 // EmitPlainFile writes decrypted values as the sops CLI prints them.
 func (s *fileStore) EmitPlainFile(in sops.TreeBranches) ([]byte, error) {
-	return s.plain.write(in)
+	return s.plain.emit(in)
 }
 
 // EmitValue writes one value of the tree.
