@@ -283,11 +283,20 @@ func yamlValueNode(v any) (*yaml.Node, error) {
 	case []any:
 		return yamlListNode(v)
 	}
+	return yamlScalarNode(v)
+}
+
+// yamlScalarNode encodes a scalar as yaml.v3 does. yaml.v3 cannot encode
+// some strings (one that starts with a tab and ends with a newline: its
+// literal block does not parse back); the sops CLI then writes null in
+// its place, driftless the string double-quoted.
+func yamlScalarNode(v any) (*yaml.Node, error) {
 	n := &yaml.Node{}
-	if err := n.Encode(v); err != nil {
-		return nil, err
+	err := n.Encode(v)
+	if s, ok := v.(string); ok && err != nil {
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s, Style: yaml.DoubleQuotedStyle}, nil
 	}
-	return n, nil
+	return n, err
 }
 
 func yamlMappingNode(branch sops.TreeBranch) (*yaml.Node, error) {
@@ -299,8 +308,8 @@ func yamlMappingNode(branch sops.TreeBranch) (*yaml.Node, error) {
 			p.add(c)
 			continue
 		}
-		k := &yaml.Node{}
-		if err := k.Encode(item.Key); err != nil {
+		k, err := yamlScalarNode(item.Key)
+		if err != nil {
 			return nil, err
 		}
 		v, err := yamlValueNode(item.Value)
