@@ -124,6 +124,8 @@ func TestSopsCLIAndDriftlessAgreeOnEveryFormat(t *testing.T) {
 		args []string
 		// cliOnly: driftless does not write files of these args.
 		cliOnly bool
+		// config is a .sops.yaml for the CLI, for what it has no flag for.
+		config string
 	}{
 		{name: "YAML comments, everything encrypted", file: "comments.yaml"},
 		{name: "YAML comments, encrypted_regex", file: "comments.yaml",
@@ -134,7 +136,7 @@ func TestSopsCLIAndDriftlessAgreeOnEveryFormat(t *testing.T) {
 		{name: "YAML types, unencrypted_suffix", file: "types.yaml",
 			rule: secrets.Rule{UnencryptedSuffix: "_string"}, args: []string{"--unencrypted-suffix", "_string"}},
 		{name: "YAML types, mac_only_encrypted", file: "types.yaml", cliOnly: true,
-			args: []string{"--mac-only-encrypted", "--encrypted-regex", "^(password|anchors)$"}},
+			config: "creation_rules:\n  - mac_only_encrypted: true\n    encrypted_regex: ^(password|anchors)$\n"},
 		{name: "JSON, everything encrypted", file: "config.json"},
 		{name: "JSON, unencrypted_regex", file: "config.json",
 			rule: secrets.Rule{UnencryptedRegex: "^(nothing|html)$"}, args: []string{"--unencrypted-regex", "^(nothing|html)$"}},
@@ -153,6 +155,13 @@ func TestSopsCLIAndDriftlessAgreeOnEveryFormat(t *testing.T) {
 			rule := tc.rule
 			rule.Recipients = append([]string{recipient}, rule.Recipients...)
 			args := append([]string{"encrypt", "--age", strings.Join(rule.Recipients, ",")}, tc.args...)
+			if tc.config != "" {
+				config := filepath.Join(t.TempDir(), ".sops.yaml")
+				if err := os.WriteFile(config, []byte(tc.config), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = append([]string{"--config", config}, args...)
+			}
 			byCLI := sopsRun(t, sops, keyFile, tc.file, plain, args...)
 			want := sopsRun(t, sops, keyFile, tc.file, byCLI, "decrypt")
 
