@@ -9,4 +9,10 @@
 // Transit through sops's own master keys, with credentials from the
 // Secret only (entries named as Flux names them). Shamir key groups
 // (more than one key group) are refused.
+//
+// Files are read and written as the sops CLI reads and writes them, by
+// stores of this package (store_*.go), not SOPS's: those link SOPS's
+// config and publish packages, cloud storage clients that cost every
+// agent process about 10 MiB. It is not a SOPS CLI: it writes for age
+// recipients only, one key group.
 package secrets

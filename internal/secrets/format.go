@@ -6,11 +6,6 @@ import (
 	"strings"
 
 	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/config"
-	"github.com/getsops/sops/v3/stores/dotenv"
-	"github.com/getsops/sops/v3/stores/ini"
-	"github.com/getsops/sops/v3/stores/json"
-	"github.com/getsops/sops/v3/stores/yaml"
 )
 
 // Format is how SOPS lays out an encrypted file, chosen by the file's
@@ -42,18 +37,20 @@ func FormatOf(name string) Format {
 	return Binary
 }
 
+// store reads and writes files of the format as the sops CLI does, with
+// its defaults (YAML indented by 4, JSON by a tab).
 func (f Format) store() sops.Store {
 	switch f {
 	case YAML:
-		return yaml.NewStore(&config.YAMLStoreConfig{})
+		return yamlStore()
 	case JSON:
-		return json.NewStore(&config.JSONStoreConfig{})
+		return jsonStore()
 	case Dotenv:
-		return dotenv.NewStore(&config.DotenvStoreConfig{})
+		return dotenvStore()
 	case INI:
-		return ini.NewStore(&config.INIStoreConfig{})
+		return iniStore()
 	}
-	return json.NewBinaryStore(&config.JSONBinaryStoreConfig{})
+	return binaryStore()
 }
 
 // encryptedMarker starts every value SOPS encrypts, its MAC included.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/testenv"
 )
@@ -101,4 +103,104 @@ func TestSopsCLIAndDriftlessReadEachOthersFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSopsCLIAndDriftlessAgreeOnEveryFormat runs each fixture of
+// testdata/formats (comments, nested lists, lists of mappings, several
+// documents, unicode, empty values) through the sops CLI and driftless
+// both ways: a file the CLI encrypted decrypts here to what the CLI itself
+// prints for it, and a file encrypted here decrypts with the CLI to the
+// same. A tree read in another order or with another type than the CLI's
+// fails the MAC; a comment put elsewhere does not decrypt.
+func TestSopsCLIAndDriftlessAgreeOnEveryFormat(t *testing.T) {
+	sops := sopsCLI(t)
+	keys, recipient := testdataKeys(t)
+	keyFile, _ := filepath.Abs("testdata/test-only.agekey")
+	_, other, _ := newKey(t)
+	for _, tc := range []struct {
+		name, file string
+		// rule is what driftless encrypts with, args what the CLI does.
+		rule secrets.Rule
+		args []string
+		// cliOnly: driftless does not write files of these args.
+		cliOnly bool
+		// config is a .sops.yaml for the CLI, for what it has no flag for.
+		config string
+	}{
+		{name: "YAML comments, everything encrypted", file: "comments.yaml"},
+		{name: "YAML comments, encrypted_regex", file: "comments.yaml",
+			rule: secrets.Rule{EncryptedRegex: secrets.SecretFields}, args: []string{"--encrypted-regex", secrets.SecretFields}},
+		{name: "YAML documents, encrypted_regex", file: "multidoc.yaml",
+			rule: secrets.Rule{EncryptedRegex: secrets.SecretFields}, args: []string{"--encrypted-regex", secrets.SecretFields}},
+		{name: "YAML types, everything encrypted", file: "types.yaml"},
+		{name: "YAML types, unencrypted_suffix", file: "types.yaml",
+			rule: secrets.Rule{UnencryptedSuffix: "_string"}, args: []string{"--unencrypted-suffix", "_string"}},
+		{name: "YAML types, mac_only_encrypted", file: "types.yaml", cliOnly: true,
+			config: "creation_rules:\n  - mac_only_encrypted: true\n    encrypted_regex: ^(password|anchors)$\n"},
+		{name: "JSON, everything encrypted", file: "config.json"},
+		{name: "JSON, unencrypted_regex", file: "config.json",
+			rule: secrets.Rule{UnencryptedRegex: "^(nothing|html)$"}, args: []string{"--unencrypted-regex", "^(nothing|html)$"}},
+		{name: "dotenv", file: "app.env"},
+		{name: "dotenv, encrypted_suffix", file: "app.env",
+			rule: secrets.Rule{EncryptedSuffix: "PASSWORD"}, args: []string{"--encrypted-suffix", "PASSWORD"}},
+		{name: "INI", file: "app.ini"},
+		{name: "INI, two recipients", file: "app.ini", rule: secrets.Rule{Recipients: []string{other}}},
+		{name: "binary", file: "tls.key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plain, err := os.ReadFile(filepath.Join("testdata/formats", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rule := tc.rule
+			rule.Recipients = append([]string{recipient}, rule.Recipients...)
+			args := append([]string{"encrypt", "--age", strings.Join(rule.Recipients, ",")}, tc.args...)
+			if tc.config != "" {
+				config := filepath.Join(t.TempDir(), ".sops.yaml")
+				if err := os.WriteFile(config, []byte(tc.config), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = append([]string{"--config", config}, args...)
+			}
+			byCLI := sopsRun(t, sops, keyFile, tc.file, plain, args...)
+			want := sopsRun(t, sops, keyFile, tc.file, byCLI, "decrypt")
+
+			got, err := keys.Decrypt(tc.file, byCLI)
+			if err != nil {
+				t.Fatalf("Decrypt of the CLI's file: %v\n%s", err, byCLI)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("Decrypt of the CLI's file differs from sops decrypt (-sops +driftless):\n%s", diff)
+			}
+			if tc.cliOnly {
+				return
+			}
+			ours, err := secrets.Encrypt(tc.file, plain, rule)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(sopsRun(t, sops, keyFile, tc.file, ours, "decrypt"))); diff != "" {
+				t.Errorf("sops decrypt of driftless's file differs from that of its own (-own +driftless's):\n%s", diff)
+			}
+		})
+	}
+}
+
+// sopsRun writes data to a file called name and runs the sops CLI on it
+// with the test key; it returns what the CLI prints.
+func sopsRun(t *testing.T, sops, keyFile, name string, data []byte, args ...string) []byte {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sops, append(args, file)...)
+	cmd.Env = append(os.Environ(), "SOPS_AGE_KEY_FILE="+keyFile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sops %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
 }
