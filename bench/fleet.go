@@ -153,7 +153,7 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 		}
 	}
 	r.Create = time.Since(start).Seconds()
-	if err := allReady(ctx, b.admin, syncs, rev); err != nil {
+	if err := watchAllReady(ctx, b.admin, syncs, rev, 15*time.Minute); err != nil {
 		return nil, err
 	}
 	r.AllReady = time.Since(start).Seconds()
@@ -233,7 +233,7 @@ func (b *bench) fleetChange(ctx context.Context, a *agent, repo *gitRepo, w *wor
 		}
 		applied <- 0
 	}()
-	if err := allReady(ctx, b.admin, w.apps, rev); err != nil {
+	if err := watchAllReady(ctx, b.admin, w.apps, rev, 15*time.Minute); err != nil {
 		return err
 	}
 	r.AllReady = time.Since(start).Seconds()
