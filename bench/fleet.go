@@ -28,6 +28,11 @@ type fleet struct {
 	// AllReady is from creating the first Sync until every Sync was Ready
 	// at the commit.
 	AllReady float64 `json:"all_ready_s"`
+	// Create is from creating the first Sync until the last was created,
+	// 16 at a time as the sharded case does (one at a time until round 5:
+	// at load ~20 the last was created 1.5 s before all were Ready, so
+	// the loop, not the agent, was timed).
+	Create float64 `json:"create_s"`
 	// Floor is the validated floor (dry run, then apply, 32 at a time,
 	// no client-side rate limit) over as many objects, timed on the same
 	// control plane before the agent starts; PerFloor AllReady over it.
@@ -43,6 +48,13 @@ type fleet struct {
 	LsRemotes int64          `json:"ls_remotes"`
 	Renders   float64        `json:"renders"`
 	Requests  requestSummary `json:"driftless_requests"`
+	// CPU is the CPU time from the first create until all Ready, in
+	// seconds: kube-apiserver, etcd, and this process (the agent runs in
+	// it, with the bench's creates and its polls of the Syncs), which load
+	// on the machine does not move as it moves the time; APIServer per
+	// request over every request the API server served then, and over
+	// the validated floor's.
+	CPU shardsCPU `json:"cpu_s"`
 	// Memory is this process (agent and harness) after every Sync was
 	// Ready; PeakRSS the highest RSS sampled while they synced.
 	Memory  memory  `json:"memory"`
@@ -92,11 +104,20 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	}
 	r := &fleet{Syncs: syncs, Objects: 4 * syncs}
 	step("the validated floor over as many objects, %d (dry run, then apply, 32 at a time)", r.Objects)
+	floorBefore, err := b.shardsCPU(nil)
+	if err != nil {
+		return nil, err
+	}
 	floor, err := floorApply(ctx, env.Config, newWorkload("v", syncs), 32, true)
 	if err != nil {
 		return nil, fmt.Errorf("validated floor: %w", err)
 	}
 	r.Floor = floor.Seconds()
+	floorAfter, err := b.shardsCPU(nil)
+	if err != nil {
+		return nil, err
+	}
+	r.CPU.FloorPerRequest = 1000 * (floorAfter.APIServer - floorBefore.APIServer) / float64(2*r.Objects)
 	step("validated floor: %.1f s", r.Floor)
 
 	a, err := startAgent(ctx, env.Config, o.limits, o.concurrent, true, io.Discard)
@@ -108,6 +129,14 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	step("creating %d Syncs of one app each", syncs)
 	rendersBefore := rendersDone()
 	reqBefore, _ := a.requests.snapshot()
+	cpuBefore, err := b.shardsCPU(nil)
+	if err != nil {
+		return nil, err
+	}
+	servedBefore, err := serverRequests(ctx, env.Clientset)
+	if err != nil {
+		return nil, err
+	}
 	peak := sampleRSS()
 	stopCPU, err := b.prof.cpu(fmt.Sprintf("cpu-fleet-%d", syncs))
 	if err != nil {
@@ -118,19 +147,36 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 		sampler = startWallSampler(50 * time.Millisecond)
 	}
 	start := time.Now()
-	for i := range syncs {
+	apps := make([]int, syncs)
+	for i := range apps {
+		apps[i] = i
+	}
+	if err := createAll(ctx, apps, func(ctx context.Context, i int) error {
 		s := newSync(fleetSync(i), repo.url(), time.Hour, o.syncTimeout)
 		s.Spec.Paths = []string{w.appFile(i)}
-		if err := b.admin.Create(ctx, s); err != nil {
-			return nil, err
-		}
+		return b.admin.Create(ctx, s)
+	}); err != nil {
+		return nil, err
 	}
-	if err := allReady(ctx, b.admin, syncs, rev); err != nil {
+	r.Create = time.Since(start).Seconds()
+	if err := watchAllReady(ctx, b.admin, syncs, rev, 15*time.Minute); err != nil {
 		return nil, err
 	}
 	r.AllReady = time.Since(start).Seconds()
 	r.PerFloor = r.AllReady / r.Floor
 	stopCPU()
+	cpuAfter, err := b.shardsCPU(nil)
+	if err != nil {
+		return nil, err
+	}
+	servedAfter, err := serverRequests(ctx, env.Clientset)
+	if err != nil {
+		return nil, err
+	}
+	r.CPU.APIServer, r.CPU.Etcd, r.CPU.Bench = cpuAfter.APIServer-cpuBefore.APIServer, cpuAfter.Etcd-cpuBefore.Etcd, cpuAfter.Bench-cpuBefore.Bench
+	if served := summarize(servedAfter.minus(servedBefore)).Total; served > 0 {
+		r.CPU.APIServerPerRequest = 1000 * r.CPU.APIServer / float64(served)
+	}
 	if sampler != nil {
 		p := sampler.finish()
 		b.printWallProfile(fmt.Sprintf("%d Syncs' first syncs", syncs), &p)
@@ -142,8 +188,10 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	stats := a.syncs.Mirror().Stats()
 	r.Fetches, r.Trees, r.LsRemotes = stats.Fetches, stats.Trees, stats.Resolves
 	r.Memory = readMemory()
-	step("%d Syncs Ready in %.1f s (%.2f× the validated floor, %.1f s): %d fetches, %d ls-remotes, %.0f renders, %d requests (%s), peak RSS %.0f MiB",
-		syncs, r.AllReady, r.PerFloor, r.Floor, r.Fetches, r.LsRemotes, r.Renders, r.Requests.Total, r.Requests.ByVerb, r.PeakRSS)
+	step("%d Syncs Ready in %.1f s (%.2f× the validated floor, %.1f s; the last created after %.1f s): %d fetches, %d ls-remotes, %.0f renders, %d requests (%s), peak RSS %.0f MiB",
+		syncs, r.AllReady, r.PerFloor, r.Floor, r.Create, r.Fetches, r.LsRemotes, r.Renders, r.Requests.Total, r.Requests.ByVerb, r.PeakRSS)
+	step("CPU until all Ready: kube-apiserver %.1f s (%.2f ms per request served; the floor's %.2f ms), etcd %.1f s, this process (agent and bench) %.1f s",
+		r.CPU.APIServer, r.CPU.APIServerPerRequest, r.CPU.FloorPerRequest, r.CPU.Etcd, r.CPU.Bench)
 
 	if err := quiet(ctx, a, 2*time.Second, 2*time.Minute); err != nil {
 		return nil, err
@@ -191,7 +239,7 @@ func (b *bench) fleetChange(ctx context.Context, a *agent, repo *gitRepo, w *wor
 		}
 		applied <- 0
 	}()
-	if err := allReady(ctx, b.admin, w.apps, rev); err != nil {
+	if err := watchAllReady(ctx, b.admin, w.apps, rev, 15*time.Minute); err != nil {
 		return err
 	}
 	r.AllReady = time.Since(start).Seconds()

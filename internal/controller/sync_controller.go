@@ -173,28 +173,42 @@ func (r *SyncReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if !s.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &s)
 	}
-	if err := r.ensureFinalizer(ctx, &s); err != nil {
-		return ctrl.Result{}, err
-	}
+	// The finalizer's patch runs while the sync reads git, renders and
+	// validates; nothing is written for s before it is in.
+	finalizer := r.addFinalizer(ctx, &s)
 	if s.Spec.Suspend {
+		if err := finalizer.wait(ctx, &s); err != nil {
+			return ctrl.Result{}, err
+		}
 		logger.V(1).Info("suspended; not syncing")
 		// The sync after the resume compares every object.
 		r.Store.SetCompareAll(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if err := checkSpec(&s, r.Identities.tenancy()); err != nil {
+		if err := finalizer.wait(ctx, &s); err != nil {
+			return ctrl.Result{}, err
+		}
 		return r.stallOnSpec(ctx, &s, v1alpha1.ReasonInvalidSpec, err)
 	}
 	id, err := r.identityOf(&s)
-	if errors.Is(err, errServiceAccountRequired) {
-		return r.stallOnSpec(ctx, &s, v1alpha1.ReasonServiceAccountRequired, err)
-	}
 	if err != nil {
+		if err := finalizer.wait(ctx, &s); err != nil {
+			return ctrl.Result{}, err
+		}
+		if errors.Is(err, errServiceAccountRequired) {
+			return r.stallOnSpec(ctx, &s, v1alpha1.ReasonServiceAccountRequired, err)
+		}
 		return ctrl.Result{}, err
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout(&s))
-	o := r.sync(syncCtx, &s, id)
+	o := r.sync(syncCtx, &s, id, finalizer)
 	cancel()
+	// The sync waited for the finalizer before its first write; one that
+	// wrote nothing has not: no status is written without it either.
+	if err := finalizer.wait(ctx, &s); err != nil {
+		return ctrl.Result{}, err
+	}
 	observeFailure(req.String(), o)
 	o.inventoryLost = r.takeLost(req.NamespacedName)
 
@@ -339,7 +353,7 @@ func (r *SyncReconciler) writeCompared(ctx context.Context, s *v1alpha1.Sync, o 
 // Store, holding the Sync's gate while it writes so that drift checks
 // never act on an older render. Each step that fails sets its reason and
 // stops; nothing is pruned unless fetch, render and apply succeeded.
-func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity) outcome {
+func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity, finalizer *finalizerPatch) outcome {
 	o := outcome{started: time.Now()}
 	// secrets are the Secret-derived values known so far (the Sync's
 	// variables, then its render's): every error is masked with them,
@@ -474,6 +488,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			checked.add(obj)
 		}
 		in.Found = checked.add
+		in.BeforeWrite = func(ctx context.Context) error { return finalizer.wait(ctx, s) }
 		in.Record = func(ctx context.Context, entries []plan.Entry) error { return r.recordInventory(ctx, s, entries) }
 	}
 	o.compared = in.Known == nil

@@ -42,18 +42,58 @@ func syncTimeout(s *v1alpha1.Sync) time.Duration {
 	return defaultTimeout
 }
 
-// ensureFinalizer adds v1alpha1.Finalizer to s, so that deleting s waits
-// for finalize.
-func (r *SyncReconciler) ensureFinalizer(ctx context.Context, s *v1alpha1.Sync) error {
+// finalizerPatch adds v1alpha1.Finalizer to a Sync, so that deleting it
+// waits for finalize. It is sent at once and waited for only before the
+// sync's first write and before its status is written: a new Sync's
+// first sync resolves, renders and validates meanwhile, one request
+// shorter on its path to Ready (#30).
+type finalizerPatch struct {
+	done chan struct{}
+	// patched is the Sync as the patch returned it, err why it failed;
+	// both are set before done is closed.
+	patched *v1alpha1.Sync
+	err     error
+	// taken is set once wait has given s the patched metadata.
+	taken bool
+}
+
+// addFinalizer starts adding v1alpha1.Finalizer to s, with an optimistic
+// lock; nil when s has it. s itself is not touched until wait.
+func (r *SyncReconciler) addFinalizer(ctx context.Context, s *v1alpha1.Sync) *finalizerPatch {
 	if controllerutil.ContainsFinalizer(s, v1alpha1.Finalizer) {
 		return nil
 	}
+	p := &finalizerPatch{done: make(chan struct{}), patched: s.DeepCopy()}
 	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(s, v1alpha1.Finalizer)
-	if err := r.Client.Patch(ctx, s, patch); err != nil {
-		return fmt.Errorf("add finalizer %s to Sync %s/%s: %w", v1alpha1.Finalizer, s.Namespace, s.Name, err)
+	controllerutil.AddFinalizer(p.patched, v1alpha1.Finalizer)
+	go func() {
+		defer close(p.done)
+		if err := r.Client.Patch(ctx, p.patched, patch); err != nil {
+			p.err = fmt.Errorf("add finalizer %s to Sync %s/%s: %w", v1alpha1.Finalizer, s.Namespace, s.Name, err)
+		}
+	}()
+	return p
+}
+
+// wait waits until the patch is done and returns its error; the first
+// time it succeeds, s gets the metadata the patch returned (the
+// finalizer, and the resourceVersion its status's optimistic lock
+// needs). Only the goroutine that owns s calls it, before s is written
+// again. A nil patch returns nil at once.
+func (p *finalizerPatch) wait(ctx context.Context, s *v1alpha1.Sync) error {
+	if p == nil {
+		return nil
 	}
-	return nil
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return fmt.Errorf("add finalizer %s to Sync %s/%s: %w", v1alpha1.Finalizer, s.Namespace, s.Name, ctx.Err())
+	}
+	if p.err == nil && !p.taken {
+		p.patched.ObjectMeta.DeepCopyInto(&s.ObjectMeta)
+		p.taken = true
+	}
+	return p.err
 }
 
 // finalize cleans up after a Sync being deleted, as spec.deletionPolicy

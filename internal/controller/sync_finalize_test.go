@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,5 +306,66 @@ func TestSyncStuckOnAFailingPruneCanStillBeDeleted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A new Sync's finalizer is added while its first sync resolves, renders
+// and validates, and is in before anything is written: the agent's patch
+// of the Sync is held until the Sync's objects are dry-run (before, the
+// sync waited for the patch's answer to begin, a round trip more on every
+// new Sync's way to Ready), and no write leaves the agent until the
+// patch is answered.
+func TestANewSyncsFinalizerIsAddedWhileItsFirstSyncValidates(t *testing.T) {
+	h := newHarness(t)
+	revision := h.repo.Commit(t, "an app", map[string]string{"app/web.yaml": configMap("web", "v1") + "---\n" + deployment(h.ns, "web", "64Mi")})
+	dryRun := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	heldUntilDryRun, answered := false, false
+	var early []string // writes sent before the finalizer's patch was answered
+	_, stop := startStoppableAgentWrapped(t, func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			key, ok := requestKey(req, h.ns)
+			switch {
+			case !ok:
+			case key.Verb == http.MethodPatch && key.Resource == "syncs":
+				select {
+				case <-dryRun:
+					mu.Lock()
+					heldUntilDryRun = true
+					mu.Unlock()
+				case <-time.After(20 * time.Second):
+				}
+				resp, err := rt.RoundTrip(req)
+				mu.Lock()
+				answered = true
+				mu.Unlock()
+				return resp, err
+			case strings.HasSuffix(key.Verb, " dry-run"):
+				once.Do(func() { close(dryRun) })
+			case key.Verb != http.MethodGet && key.Verb != "LIST" && key.Verb != "WATCH":
+				mu.Lock()
+				if !answered {
+					early = append(early, key.Verb+" "+key.Resource)
+				}
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	h.createSync("shop", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+	h.waitReady("shop", revision)
+	stop()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if !heldUntilDryRun {
+		t.Errorf("the Sync's objects were not dry-run while its finalizer's patch was held for 20 s: the first sync waited for the patch")
+	}
+	if len(early) > 0 {
+		t.Errorf("written before the finalizer's patch was answered: %v", early)
+	}
+	if s := h.syncNow("shop"); !slices.Contains(s.Finalizers, v1alpha1.Finalizer) {
+		t.Errorf("the Sync's finalizers are %v, want %s", s.Finalizers, v1alpha1.Finalizer)
 	}
 }

@@ -70,9 +70,20 @@ func restartOnce(t *testing.T, key types.NamespacedName, more func()) apimetrics
 // counted in requests (when not nil), by verb and resource.
 func startStoppableAgent(t *testing.T, ns string, requests *requestCounter) (*SyncReconciler, func()) {
 	t.Helper()
-	cfg := rest.CopyConfig(agentConfig)
+	var wrap func(http.RoundTripper) http.RoundTripper
 	if requests != nil {
-		cfg.Wrap(requests.wrap(ns))
+		wrap = requests.wrap(ns)
+	}
+	return startStoppableAgentWrapped(t, wrap)
+}
+
+// startStoppableAgentWrapped is startStoppableAgent with the agent's
+// transport wrapped by wrap (when not nil).
+func startStoppableAgentWrapped(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (*SyncReconciler, func()) {
+	t.Helper()
+	cfg := rest.CopyConfig(agentConfig)
+	if wrap != nil {
+		cfg.Wrap(wrap)
 	}
 	mgr := newAgentManagerFor(t, cfg)
 	opts := DefaultOptions()

@@ -49,6 +49,12 @@ type Input struct {
 	// Wait says when to wait for waves to be healthy, and how to report
 	// it (see apply.WaitOptions).
 	Wait apply.WaitOptions
+	// BeforeWrite, when set, is called once validation has passed and
+	// before the first write (and before Record): what must be done
+	// before anything is written and may run meanwhile, such as the
+	// Sync's finalizer. An error stops the sync with nothing written
+	// (ApplyFailed). Not called for a dry run.
+	BeforeWrite func(ctx context.Context) error
 	// Record, when set, stores an inventory before the first write (a
 	// write-ahead inventory): Run calls it, after validation, with the
 	// union of Inventory and the plan's objects when the plan adds
@@ -113,8 +119,17 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 	opts.Wait = in.Wait
 	opts.Wait.Checks = checks
 	opts.Keep, opts.Written, opts.Found = in.Keep, in.Written, in.Found
-	if in.Record != nil && !in.DryRun && adds(in.Inventory, p.Inventory()) {
+	record := in.Record != nil && adds(in.Inventory, p.Inventory())
+	if !in.DryRun && (in.BeforeWrite != nil || record) {
 		opts.BeforeWrite = func(ctx context.Context) error {
+			if in.BeforeWrite != nil {
+				if err := in.BeforeWrite(ctx); err != nil {
+					return err
+				}
+			}
+			if !record {
+				return nil
+			}
 			return in.Record(ctx, inventory.Union(in.Inventory, p.Inventory()))
 		}
 	}
