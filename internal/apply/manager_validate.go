@@ -194,7 +194,7 @@ func (m *Manager) dryRunOne(ctx context.Context, s plan.Step, absent, newNamespa
 		// needs neither, and the server's answers for every object
 		// of a large plan are the most this process holds at once.
 		r.live, r.applied = nil, nil
-		if s.Compacted() && !r.reshaped {
+		if !r.reshaped {
 			r.desired = nil // writeOne decodes it again
 		}
 	}

@@ -47,7 +47,7 @@ func (r *renderer) addFile(name string) {
 		return
 	}
 	if r.decrypted[name] {
-		defer r.markDecrypted(len(r.objects))
+		defer r.markDecrypted(len(r.pending))
 	}
 	if line := invalidUTF8(data); line > 0 {
 		r.fail(Origin{Path: name}, "", fmt.Errorf("not valid UTF-8 at line %d; save the file as UTF-8", line))
