@@ -63,7 +63,7 @@ func (r *renderer) addFile(name string) {
 		case err != nil:
 			r.fail(o, "", err)
 		case v != nil && r.countDecoded(o, decodedSize(v)):
-			r.addValue(o, "document", v)
+			r.addValue(o, "document", v, nil)
 		}
 		return
 	}
@@ -84,7 +84,7 @@ func (r *renderer) addFile(name string) {
 				return
 			}
 		}
-		v, err := decodeYAML(doc)
+		v, data, err := decodeYAML(doc)
 		switch {
 		case err != nil:
 			r.fail(o, "", err)
@@ -92,7 +92,7 @@ func (r *renderer) addFile(name string) {
 		case isHelmChart(v):
 			r.addHelmChart(o, doc)
 		default:
-			r.addValue(o, "document", v)
+			r.addValue(o, "document", v, data)
 		}
 		if r.over {
 			return

@@ -215,7 +215,7 @@ func (r *renderer) addBuilt(k kustomization, m resmap.ResMap, stripOrigins bool)
 			continue
 		}
 		if r.countDecoded(o, decodedSize(v)) {
-			r.addValue(o, "object", v)
+			r.addValue(o, "object", v, nil)
 		}
 	}
 }

@@ -16,8 +16,10 @@ import (
 )
 
 // addValue adds the object in v, a decoded document or List item, to r,
-// expanding a v1 List into its items. what names v in errors.
-func (r *renderer) addValue(o Origin, what string, v any) {
+// expanding a v1 List into its items. what names v in errors. data, when
+// not nil, is the JSON v was decoded from, which r then holds instead of
+// encoding v again.
+func (r *renderer) addValue(o Origin, what string, v any, data []byte) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		r.fail(o, "", fmt.Errorf("%s is %s, not an object; every document needs apiVersion and kind", what, describe(v)))
@@ -34,7 +36,7 @@ func (r *renderer) addValue(o Origin, what string, v any) {
 			if r.over {
 				return
 			}
-			r.addValue(o, fmt.Sprintf("List item %d", i), item)
+			r.addValue(o, fmt.Sprintf("List item %d", i), item, nil)
 		}
 		return
 	}
@@ -43,7 +45,7 @@ func (r *renderer) addValue(o Origin, what string, v any) {
 		r.fail(o, ref(u), err)
 	}
 	if len(problems) == 0 && r.countObject(o, ref(u)) {
-		r.hold(u, o)
+		r.hold(u, o, data)
 	}
 }
 
@@ -67,13 +69,16 @@ func (p pending) decode() (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// hold adds u, from o, to the objects to settle, encoded: a render holds
-// no more than one object decoded at a time.
-func (r *renderer) hold(u *unstructured.Unstructured, o Origin) {
-	data, err := json.Marshal(u.Object)
-	if err != nil {
-		r.fail(o, ref(u), fmt.Errorf("cannot be encoded as JSON: %w", err))
-		return
+// hold adds u, from o, to the objects to settle, as JSON (data, or u
+// encoded when data is nil): a render holds no more than one object
+// decoded at a time.
+func (r *renderer) hold(u *unstructured.Unstructured, o Origin, data []byte) {
+	if data == nil {
+		var err error
+		if data, err = json.Marshal(u.Object); err != nil {
+			r.fail(o, ref(u), fmt.Errorf("cannot be encoded as JSON: %w", err))
+			return
+		}
 	}
 	r.pending = append(r.pending, pending{json: data, origin: o, ref: ref(u), crd: u.GroupVersionKind().GroupKind() == crdKind})
 }

@@ -73,7 +73,7 @@ func TestARenderDoesNotHoldEveryObjectDecoded(t *testing.T) {
 
 	objects := make([]any, n)
 	for i := range objects {
-		v, err := decodeYAML(document{data: []byte(appDeployment(fmt.Sprintf("app-%04d", i))), line: 1})
+		v, _, err := decodeYAML(document{data: []byte(appDeployment(fmt.Sprintf("app-%04d", i))), line: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
