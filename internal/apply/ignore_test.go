@@ -208,14 +208,14 @@ spec:
 				first = fromGit(t, ns, "subject.yaml", tt.first)
 			}
 			applyOK(t, m, planOf(first))
-			live := mustGet(t, obj.Object.GetAPIVersion(), obj.Object.GetKind(), ns, "subject")
+			live := mustGet(t, obj.GVK.GroupVersion().String(), obj.GVK.Kind, ns, "subject")
 			editByHand(t, live, tt.edit)
 
 			applyOK(t, m, planOf(obj))
 			cs := applyOK(t, m, planOf(obj))
 
-			expectActions(t, cs, obj.Object.GetKind()+"/"+ns+"/subject Unchanged")
-			got := tt.read(mustGet(t, obj.Object.GetAPIVersion(), obj.Object.GetKind(), ns, "subject"))
+			expectActions(t, cs, obj.GVK.Kind+"/"+ns+"/subject Unchanged")
+			got := tt.read(mustGet(t, obj.GVK.GroupVersion().String(), obj.GVK.Kind, ns, "subject"))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ignored field (-want +got):\n%s", diff)
 			}

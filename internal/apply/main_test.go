@@ -114,12 +114,15 @@ func fromGitInto(t *testing.T, ns, objNS, path, manifest string) render.Object {
 		labels[v1alpha1.SyncLabel] = ownerOf(ns)
 	}
 	u.SetLabels(labels)
-	return render.Object{Object: u, Origin: render.Origin{Path: path, Line: 1}}
+	o, err := render.NewObject(u, render.Origin{Path: path, Line: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
-// planOf plans objects for a Sync with no previous inventory, holding
-// them as JSON as a sync's plan does (engine.Run).
-func planOf(objs ...render.Object) plan.Plan { return plan.New(objs, nil).Compact(nil) }
+// planOf plans objects for a Sync with no previous inventory.
+func planOf(objs ...render.Object) plan.Plan { return plan.New(objs, nil) }
 
 // applyOK applies p and fails the test on any error.
 func applyOK(t *testing.T, m *apply.Manager, p plan.Plan) apply.ChangeSet {

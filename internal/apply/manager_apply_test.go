@@ -396,7 +396,7 @@ data: {color: `+color+`}
 	for _, name := range []string{"same", "changed", "removed"} {
 		versions[name] = mustGet(t, "v1", "ConfigMap", ns, name).GetResourceVersion()
 	}
-	p := plan.New([]render.Object{cm("same", "blue"), cm("changed", "green"), cm("added", "blue")}, previous.Inventory()).Compact(nil)
+	p := plan.New([]render.Object{cm("same", "blue"), cm("changed", "green"), cm("added", "blue")}, previous.Inventory())
 	m := newManager(ns, func(o *apply.Options) { o.DryRun = true })
 
 	cs, err := m.Apply(context.Background(), p)

@@ -32,10 +32,10 @@ type checked struct {
 	err     error
 	// desired is the object to write: the step's object without its
 	// ignored fields. live and applied are the object in the cluster
-	// (nil when absent) and the dry-run result. A write of a step of a
-	// Compact plan keeps no desired unless it was reshaped: the write
-	// decodes it again (see desiredOf), so that a plan's objects are not
-	// all held decoded between their dry runs and their writes.
+	// (nil when absent) and the dry-run result. A write keeps no desired
+	// unless it was reshaped: the write decodes the step's JSON again
+	// (see desiredOf), so that a plan's objects are not all held decoded
+	// between their dry runs and their writes.
 	desired, live, applied *unstructured.Unstructured
 	// reshaped means desired holds fields of the live object (see
 	// adoptIgnored): it cannot be made again from the step alone.
@@ -194,7 +194,7 @@ func (m *Manager) dryRunOne(ctx context.Context, s plan.Step, absent, newNamespa
 		// needs neither, and the server's answers for every object
 		// of a large plan are the most this process holds at once.
 		r.live, r.applied = nil, nil
-		if s.Compacted() && !r.reshaped {
+		if !r.reshaped {
 			r.desired = nil // writeOne decodes it again
 		}
 	}

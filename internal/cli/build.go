@@ -124,23 +124,25 @@ func runBuild(ctx context.Context, o *buildOptions, out io.Writer) error {
 		return err
 	}
 	secrets := engine.Redactor(vars, objects)
-	for _, obj := range objects {
-		secrets.Value(obj.Object.Object)
-		if obj.Decrypted {
-			maskDecrypted(nil, obj.Object.Object)
+	shown := make([]map[string]any, len(objects))
+	for i, obj := range objects {
+		u, err := obj.Decode()
+		if err != nil {
+			return err
 		}
+		secrets.Value(u.Object)
+		if obj.Decrypted {
+			maskDecrypted(nil, u.Object)
+		}
+		shown[i] = u.Object
 	}
 	if o.output == "json" {
-		items := make([]any, len(objects))
-		for i, obj := range objects {
-			items[i] = obj.Object.Object
-		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": shown})
 	}
 	for i, obj := range objects {
-		data, err := yaml.Marshal(obj.Object.Object)
+		data, err := yaml.Marshal(shown[i])
 		if err != nil {
 			return fmt.Errorf("%s: %w", obj.Origin, err)
 		}

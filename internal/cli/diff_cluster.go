@@ -97,7 +97,7 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	r.decrypted = decryptedIDs(objects)
 	for _, obj := range objects {
 		if len(obj.SecretVariables) > 0 {
-			r.substituted[plan.IDOf(obj.Object)] = true
+			r.substituted[plan.ObjectID(obj)] = true
 		}
 	}
 	if err := r.addChangeSet(res.Changes); err != nil {

@@ -67,31 +67,44 @@ func (r *diffReport) compare(before, after []render.Object) error {
 	old := make(map[plan.ID]render.Object, len(before))
 	entries := make([]plan.Entry, 0, len(before))
 	for _, o := range before {
-		id := plan.IDOf(o.Object)
+		id := plan.ObjectID(o)
 		old[id] = o
-		entries = append(entries, plan.Entry{ID: id, Version: o.Object.GroupVersionKind().Version})
+		entries = append(entries, plan.Entry{ID: id, Version: o.GVK.Version})
 	}
 	// The plan of after against before as inventory orders the changes
 	// as the agent would make them, and its prunes are the removals.
 	p := plan.New(after, entries)
 	for _, s := range p.Apply {
-		prev, ok := old[s.ID]
-		var err error
-		switch {
-		case !ok:
-			err = r.add(diffCreate, s.ID, s.Object.Origin.String(), "", nil, s.Object.Object)
-		case reflect.DeepEqual(forDisplay(prev.Object), forDisplay(s.Object.Object)):
-			r.Summary.Unchanged++
-		default:
-			err = r.add(diffUpdate, s.ID, s.Object.Origin.String(), "", prev.Object, s.Object.Object)
-		}
+		desired, err := s.Desired()
 		if err != nil {
+			return err
+		}
+		prev, ok := old[s.ID]
+		if !ok {
+			if err := r.add(diffCreate, s.ID, s.Object.Origin.String(), "", nil, desired); err != nil {
+				return err
+			}
+			continue
+		}
+		previous, err := prev.Decode()
+		if err != nil {
+			return err
+		}
+		if reflect.DeepEqual(forDisplay(previous), forDisplay(desired)) {
+			r.Summary.Unchanged++
+			continue
+		}
+		if err := r.add(diffUpdate, s.ID, s.Object.Origin.String(), "", previous, desired); err != nil {
 			return err
 		}
 	}
 	for _, e := range p.Prune {
 		prev := old[e.ID]
-		if err := r.add(diffDelete, e.ID, prev.Origin.String(), "", prev.Object, nil); err != nil {
+		previous, err := prev.Decode()
+		if err != nil {
+			return err
+		}
+		if err := r.add(diffDelete, e.ID, prev.Origin.String(), "", previous, nil); err != nil {
 			return err
 		}
 	}

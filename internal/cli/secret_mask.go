@@ -15,7 +15,7 @@ func decryptedIDs(lists ...[]render.Object) map[plan.ID]bool {
 	for _, list := range lists {
 		for _, o := range list {
 			if o.Decrypted {
-				ids[plan.IDOf(o.Object)] = true
+				ids[plan.ObjectID(o)] = true
 			}
 		}
 	}

@@ -167,7 +167,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		// sync prunes or ignores it.
 		return ctrl.Result{}, nil
 	}
-	step := plan.Step{ID: req.ID(), Rank: plan.RankOf(req.ID()), Version: obj.Object.GroupVersionKind().Version, Object: obj}
+	step := plan.Step{ID: req.ID(), Rank: plan.RankOf(req.ID()), Version: obj.GVK.Version, Object: obj}
 	report := r.DryRun || s.DryRun() || !s.SelfHealEnabled()
 	if report {
 		// Reported, not put back: the first sync that writes again (a
@@ -236,7 +236,10 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	case !decision.Revert:
 		action = v1alpha1.DriftPaused
 	}
-	fields := driftFields(obj.Object, change.Applied, change.Live, opts.FieldManager, secrets)
+	var fields []drift.FieldChange
+	if desired, err := obj.Decode(); err == nil {
+		fields = driftFields(desired, change.Applied, change.Live, opts.FieldManager, secrets)
+	}
 	incident := incidentOf(r.now(), step, obj.Origin.Path, action, change, fields, decision.Reason)
 	observe(req.Sync.String(), action, req.GVK.Kind, fields, r.now())
 	if action == v1alpha1.DriftReverted {

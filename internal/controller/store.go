@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"maps"
 	"sync"
 	"time"
 
@@ -56,7 +57,7 @@ type syncState struct {
 	// applied holds, for each object the Sync manages, the desired form
 	// last written (or found equal): what a drift check reverts to.
 	// Guarded by gate.
-	applied map[plan.ID]packed
+	applied map[plan.ID]render.Object
 	// appliedUID is the Sync's UID that applied belongs to. Guarded by gate.
 	appliedUID types.UID
 	// secrets are the Secret-derived values of the last render a sync
@@ -122,7 +123,7 @@ func (k RenderKey) sameInputs(want RenderKey) bool {
 // generation and its variables (engine.VariablesDigest) are unchanged.
 type rendered struct {
 	key     RenderKey
-	objects []packed
+	objects []render.Object
 }
 
 func (s *Store) state(key client.ObjectKey) *syncState {
@@ -138,7 +139,7 @@ func (s *Store) state(key client.ObjectKey) *syncState {
 
 // Rendered returns the cached render of key when it was made for want:
 // the same Sync, revision, generation and variables (want.Inputs is not
-// compared).
+// compared): shared, not to be changed.
 func (s *Store) Rendered(key client.ObjectKey, want RenderKey) ([]render.Object, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -150,11 +151,10 @@ func (s *Store) Rendered(key client.ObjectKey, want RenderKey) ([]render.Object,
 	if !r.key.sameRender(want) || r.objects == nil {
 		return nil, false
 	}
-	return unpackAll(r.objects)
+	return r.objects, true
 }
 
-// HasRendered reports whether Rendered would find a render, without
-// decoding it.
+// HasRendered reports whether Rendered would find a render.
 func (s *Store) HasRendered(key client.ObjectKey, want RenderKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -169,7 +169,7 @@ func (s *Store) HasRendered(key client.ObjectKey, want RenderKey) bool {
 // RenderedInputs returns the cached render of key if it was made from
 // want.Inputs (see SetRendered) by the same Sync, generation and
 // variables, at any revision: a commit that left the Sync's paths as they
-// were.
+// were. Shared, not to be changed.
 func (s *Store) RenderedInputs(key client.ObjectKey, want RenderKey) ([]render.Object, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -181,7 +181,7 @@ func (s *Store) RenderedInputs(key client.ObjectKey, want RenderKey) ([]render.O
 	if !r.key.sameInputs(want) || r.objects == nil {
 		return nil, false
 	}
-	return unpackAll(r.objects)
+	return r.objects, true
 }
 
 // Inputs returns the digest of the paths that the cached render of key
@@ -201,24 +201,20 @@ func (s *Store) Inputs(key client.ObjectKey, uid types.UID, generation int64) (s
 	return r.key.Inputs, true
 }
 
-// SetRendered caches a render of key made for made, packed (see packed):
-// the caller keeps objects. made.Inputs is the digest of everything the
-// render read, "" when that is not known; made.Revision is "" when the
-// render read something besides git (it is then never found by
-// Rendered).
+// SetRendered caches a render of key made for made: objects themselves,
+// whose JSON the caller and the cache then share. made.Inputs is the
+// digest of everything the render read, "" when that is not known;
+// made.Revision is "" when the render read something besides git (it is
+// then never found by Rendered).
 func (s *Store) SetRendered(key client.ObjectKey, made RenderKey, objects []render.Object) {
 	st := s.state(key)
-	var ps []packed
-	if objects != nil {
-		ps = packAll(objects, nil)
-	}
 	s.mu.Lock()
-	st.rendered = rendered{key: made, objects: ps}
+	st.rendered = rendered{key: made, objects: objects}
 	s.mu.Unlock()
 }
 
-// renderedPacks returns st's cached render as packed, to share its JSON.
-func (s *Store) renderedPacks(st *syncState) []packed {
+// renderedObjects returns st's cached render.
+func (s *Store) renderedObjects(st *syncState) []render.Object {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return st.rendered.objects
@@ -409,25 +405,21 @@ func (w *Writer) Pause(wait func() error) error {
 }
 
 // Record notes what a sync did to each object of cs: an object applied,
-// found equal or skipped is reverted to its form in objects from now on;
-// a pruned one is not reverted at all.
+// found equal or skipped is reverted to its form in objects (the render,
+// by ID) from now on; a pruned one is not reverted at all.
 func (w *Writer) Record(cs apply.ChangeSet, objects map[plan.ID]render.Object) {
 	if w.st.applied == nil {
-		w.st.applied = make(map[plan.ID]packed, len(objects))
+		w.st.applied = make(map[plan.ID]render.Object, len(objects))
 	}
-	var written []render.Object
 	for _, c := range cs {
 		switch c.Action {
 		case apply.Pruned:
 			delete(w.st.applied, c.ID)
 		case apply.Created, apply.Configured, apply.Unchanged, apply.Skipped:
 			if o, ok := objects[c.ID]; ok {
-				written = append(written, o)
+				w.st.applied[c.ID] = o
 			}
 		}
-	}
-	for _, p := range packAll(written, w.store.renderedPacks(w.st)) {
-		w.st.applied[p.id] = p
 	}
 }
 
@@ -439,64 +431,25 @@ func (w *Writer) Forget(ids ...plan.ID) {
 	}
 }
 
-// Replace makes objects, a render applied in full (or compared in full by
-// a dry run), the only desired objects: anything not in it is no longer
-// reverted or reported.
-func (w *Writer) Replace(objects []render.Object) {
-	w.st.applied = make(map[plan.ID]packed, len(objects))
-	for _, p := range packAll(objects, w.store.renderedPacks(w.st)) {
-		w.st.applied[p.id] = p
-	}
-}
-
-// recordPacked is Record for a render the Store holds (Rendered): what
-// the sync wrote is recorded as the render's own JSON, not encoded again.
-func (w *Writer) recordPacked(cs apply.ChangeSet, rendered map[plan.ID]packed) {
-	if w.st.applied == nil {
-		w.st.applied = make(map[plan.ID]packed, len(rendered))
-	}
-	for _, c := range cs {
-		switch c.Action {
-		case apply.Pruned:
-			delete(w.st.applied, c.ID)
-		case apply.Created, apply.Configured, apply.Unchanged, apply.Skipped:
-			if p, ok := rendered[c.ID]; ok {
-				w.st.applied[c.ID] = p
-			}
-		}
-	}
-}
-
-// replacePacked is Replace for a render the Store holds (Rendered).
-func (w *Writer) replacePacked(rendered map[plan.ID]packed) {
-	w.st.applied = make(map[plan.ID]packed, len(rendered))
-	for id, p := range rendered {
-		w.st.applied[id] = p
-	}
+// Replace makes objects (by ID), a render applied in full (or compared
+// in full by a dry run), the only desired objects: anything not in it is
+// no longer reverted or reported.
+func (w *Writer) Replace(objects map[plan.ID]render.Object) {
+	w.st.applied = make(map[plan.ID]render.Object, len(objects))
+	maps.Copy(w.st.applied, objects)
 }
 
 // Rendered returns each object of the Sync's cached render (SetRendered,
-// which a sync calls with its render before it compares) by ID, as the
-// Store holds it: shared, not to be changed.
-func (w *Writer) Rendered() map[plan.ID]packed {
-	ps := w.store.renderedPacks(w.st)
-	out := make(map[plan.ID]packed, len(ps))
-	for _, p := range ps {
-		out[p.id] = p
-	}
-	return out
+// which a sync calls with its render before it compares) by ID.
+func (w *Writer) Rendered() map[plan.ID]render.Object {
+	return indexed(w.store.renderedObjects(w.st))
 }
 
-// RenderedJSON returns the JSON of each object of the Sync's cached
-// render (SetRendered, which a sync calls with its render before it
-// compares): shared, not to be changed.
-func (w *Writer) RenderedJSON() map[plan.ID][]byte {
-	ps := w.store.renderedPacks(w.st)
-	out := make(map[plan.ID][]byte, len(ps))
-	for _, p := range ps {
-		if p.json != nil {
-			out[p.id] = p.json
-		}
+// indexed maps objects by their ID.
+func indexed(objects []render.Object) map[plan.ID]render.Object {
+	out := make(map[plan.ID]render.Object, len(objects))
+	for _, o := range objects {
+		out[plan.ObjectID(o)] = o
 	}
 	return out
 }
@@ -504,18 +457,15 @@ func (w *Writer) RenderedJSON() map[plan.ID][]byte {
 // AppliedJSONEquals reports whether object id was last applied as exactly
 // the JSON data (nil never equals).
 func (w *Writer) AppliedJSONEquals(id plan.ID, data []byte) bool {
-	p, ok := w.st.applied[id]
-	return ok && data != nil && p.json != nil && bytes.Equal(p.json, data)
+	o, ok := w.st.applied[id]
+	return ok && data != nil && o.JSON != nil && bytes.Equal(o.JSON, data)
 }
 
 // Applied returns, for a sync holding the gate, what key's object id was
 // last applied as.
 func (w *Writer) Applied(id plan.ID) (render.Object, bool) {
-	p, ok := w.st.applied[id]
-	if !ok {
-		return render.Object{}, false
-	}
-	return p.unpack()
+	o, ok := w.st.applied[id]
+	return o, ok
 }
 
 // Checker is a drift check's shared hold on the gate of one Sync.
@@ -542,11 +492,8 @@ func (c *Checker) Desired(uid types.UID, id plan.ID) (render.Object, bool) {
 	if c.st.appliedUID != uid {
 		return render.Object{}, false
 	}
-	p, ok := c.st.applied[id]
-	if !ok {
-		return render.Object{}, false
-	}
-	return p.unpack()
+	o, ok := c.st.applied[id]
+	return o, ok
 }
 
 // Secrets returns the Secret-derived values of the render last written

@@ -27,14 +27,35 @@ func storeObject(name, value string) render.Object {
 	u.SetNamespace("ns")
 	u.SetName(name)
 	_ = unstructured.SetNestedField(u.Object, value, "data", "key")
-	return render.Object{Object: u}
+	return mustObject(u, render.Origin{Path: name + ".yaml"})
 }
+
+func mustObject(u *unstructured.Unstructured, o render.Origin) render.Object {
+	obj, err := render.NewObject(u, o)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// decoded returns the object o holds, decoded.
+func decoded(t *testing.T, o render.Object) *unstructured.Unstructured {
+	t.Helper()
+	u, err := o.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// byIDOf maps objects by ID, as a sync has its render.
+func byIDOf(objects ...render.Object) map[plan.ID]render.Object { return indexed(objects) }
 
 func TestAStoreGivesDriftChecksOnlyWhatASyncWrote(t *testing.T) {
 	s := NewStore()
 	a1, b1 := storeObject("a", "1"), storeObject("b", "1")
 	a2 := storeObject("a", "2")
-	idA, idB := plan.IDOf(a1.Object), plan.IDOf(b1.Object)
+	idA, idB := plan.ObjectID(a1), plan.ObjectID(b1)
 	desired := func(uid types.UID, id plan.ID) (string, bool) {
 		t.Helper()
 		c, ok := s.BeginCheck(fleetKey)
@@ -46,7 +67,7 @@ func TestAStoreGivesDriftChecksOnlyWhatASyncWrote(t *testing.T) {
 		if !ok {
 			return "", false
 		}
-		v, _, _ := unstructured.NestedString(o.Object.Object, "data", "key")
+		v, _, _ := unstructured.NestedString(decoded(t, o).Object, "data", "key")
 		return v, true
 	}
 
@@ -54,7 +75,7 @@ func TestAStoreGivesDriftChecksOnlyWhatASyncWrote(t *testing.T) {
 	if _, ok := s.BeginCheck(fleetKey); ok {
 		t.Fatal("a drift check ran while a sync held the gate")
 	}
-	w.Replace([]render.Object{a1, b1})
+	w.Replace(byIDOf(a1, b1))
 	w.Release()
 	if v, _ := desired("uid-1", idA); v != "1" {
 		t.Errorf("after a full sync, a reverts to %q, want 1", v)
@@ -82,7 +103,7 @@ func TestAStoreGivesDriftChecksOnlyWhatASyncWrote(t *testing.T) {
 
 	// A Sync deleted and created again with the same name starts empty.
 	w = s.BeginWrite(fleetKey, "uid-1")
-	w.Replace([]render.Object{a1})
+	w.Replace(byIDOf(a1))
 	w.Release()
 	if _, ok := desired("uid-2", idA); ok {
 		t.Error("a new Sync of the same name reverts to the old Sync's render")
@@ -146,7 +167,7 @@ func TestAppliedGenerationOfASyncRecordedBeforeTheFieldExisted(t *testing.T) {
 	}
 }
 
-func TestTheStoreKeepsObjectsPackedAndGivesThemBackAsRendered(t *testing.T) {
+func TestTheStoreGivesBackObjectsAsRendered(t *testing.T) {
 	s := NewStore()
 	deploy := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
@@ -155,34 +176,36 @@ func TestTheStoreKeepsObjectsPackedAndGivesThemBackAsRendered(t *testing.T) {
 			"containers": []any{map[string]any{"name": "app", "image": "web:1.2", "resources": map[string]any{"limits": map[string]any{"cpu": 0.5}}}},
 		}}},
 	}}
-	objects := []render.Object{{Object: deploy, Origin: render.Origin{Path: "apps/web.yaml"}, SecretVariables: []string{"token"}}, storeObject("cm", "1")}
+	web := mustObject(deploy, render.Origin{Path: "apps/web.yaml"})
+	web.SecretVariables = []string{"token"}
+	objects := []render.Object{web, storeObject("cm", "1")}
 	s.SetRendered(fleetKey, RenderKey{UID: "uid-1", Revision: "rev", Generation: 1}, objects)
 
 	got, ok := s.Rendered(fleetKey, RenderKey{UID: "uid-1", Revision: "rev", Generation: 1})
 	if !ok || len(got) != 2 {
 		t.Fatalf("the cached render is %d objects (found %v), want 2", len(got), ok)
 	}
-	if !equality.Semantic.DeepEqual(got[0].Object.Object, deploy.Object) {
-		t.Errorf("the cached Deployment came back changed (-want +got):\n%s", cmp.Diff(deploy.Object, got[0].Object.Object))
+	if !equality.Semantic.DeepEqual(decoded(t, got[0]).Object, deploy.Object) {
+		t.Errorf("the cached Deployment came back changed (-want +got):\n%s", cmp.Diff(deploy.Object, decoded(t, got[0]).Object))
 	}
 	if got[0].Origin.Path != "apps/web.yaml" || len(got[0].SecretVariables) != 1 {
 		t.Errorf("the cached Deployment lost its origin or Secret variables: %+v", got[0])
 	}
-	// A sync may change what it was given; the cache stays as rendered.
-	got[1].Object.SetName("changed")
+	// A sync may change what it decodes; the cache stays as rendered.
+	decoded(t, got[1]).SetName("changed")
 	again, _ := s.Rendered(fleetKey, RenderKey{UID: "uid-1", Revision: "rev", Generation: 1})
-	if again[1].Object.GetName() != "cm" {
-		t.Errorf("a change to a returned object reached the cache: %q", again[1].Object.GetName())
+	if name := decoded(t, again[1]).GetName(); name != "cm" {
+		t.Errorf("a change to a returned object reached the cache: %q", name)
 	}
 
 	w := s.BeginWrite(fleetKey, "uid-1")
-	w.Replace(got[:1])
+	w.Replace(byIDOf(got[0]))
 	w.Release()
 	c, _ := s.BeginCheck(fleetKey)
 	desired, ok := c.Desired("uid-1", plan.IDOf(deploy))
 	c.Release()
-	if !ok || !equality.Semantic.DeepEqual(desired.Object.Object, deploy.Object) {
-		t.Errorf("a drift check reverts to something else than the applied Deployment (found %v) (-want +got):\n%s", ok, cmp.Diff(deploy.Object, desired.Object.Object))
+	if !ok || !equality.Semantic.DeepEqual(decoded(t, desired).Object, deploy.Object) {
+		t.Errorf("a drift check reverts to something else than the applied Deployment (found %v) (-want +got):\n%s", ok, cmp.Diff(deploy.Object, decoded(t, desired).Object))
 	}
 }
 
@@ -192,15 +215,16 @@ func TestARenderAndWhatWasAppliedFromItAreHeldOnce(t *testing.T) {
 	s.SetRendered(fleetKey, RenderKey{UID: "uid-1", Revision: "rev", Generation: 1}, objects)
 	rendered, _ := s.Rendered(fleetKey, RenderKey{UID: "uid-1", Revision: "rev", Generation: 1})
 	w := s.BeginWrite(fleetKey, "uid-1")
-	w.Replace(rendered[:1])
-	w.Record(apply.ChangeSet{{ID: plan.IDOf(rendered[1].Object), Action: apply.Configured}}, map[plan.ID]render.Object{plan.IDOf(rendered[1].Object): rendered[1]})
+	w.Replace(byIDOf(rendered[0]))
+	idB := plan.ObjectID(rendered[1])
+	w.Record(apply.ChangeSet{{ID: idB, Action: apply.Configured}}, byIDOf(rendered[1]))
 	w.Release()
 
 	st := s.state(fleetKey)
-	for _, p := range st.rendered.objects {
-		held := st.applied[p.id].json
-		if len(held) == 0 || &held[0] != &p.json[0] {
-			t.Errorf("%s is held twice: once rendered, once applied", p.id)
+	for _, o := range st.rendered.objects {
+		held := st.applied[plan.ObjectID(o)].JSON
+		if len(held) == 0 || &held[0] != &o.JSON[0] {
+			t.Errorf("%s is held twice: once rendered, once applied", plan.ObjectID(o))
 		}
 	}
 }

@@ -460,11 +460,11 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			w.Release()
 		}
 	}()
-	// The render as the Store holds it (desiredObjects cached it): its
-	// JSON, which every step below reads instead of the decoded objects,
-	// so that those are held only until the plan is made (engine.Run).
+	// The render by ID, as the Store holds it (desiredObjects cached it):
+	// each object's JSON, which the plan, the drift record and the
+	// digests share.
 	byID := w.Rendered()
-	in := engine.Input{Sync: s, Objects: objects, JSON: jsonOf(byID), Inventory: previous, DryRun: o.dryRun}
+	in := engine.Input{Sync: s, Objects: objects, Inventory: previous, DryRun: o.dryRun}
 	total := len(objects)
 	objects = nil
 	same := sameAsApplied(w, byID)
@@ -501,7 +501,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		Around: func(ctx context.Context, wave apply.Wave, wait func(context.Context) error) error {
 			// What this wave wrote is what drift reverts to from now on;
 			// drift checks run while the sync waits.
-			w.recordPacked(wave.Changes, byID)
+			w.Record(wave.Changes, byID)
 			return w.Pause(func() error {
 				if o.hold != nil {
 					return wait(ctx) // a new commit does not supersede a hold
@@ -520,9 +520,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	switch {
 	case res.Err == nil:
 		// A dry run's render is what drift is reported against.
-		w.replacePacked(byID)
+		w.Replace(byID)
 	case !o.dryRun:
-		w.recordPacked(res.Changes, byID)
+		w.Record(res.Changes, byID)
 		w.Forget(uncertain(res)...)
 	}
 	w.Release()
@@ -651,17 +651,17 @@ func comparedMarks(marked map[plan.ID]bool, changes apply.ChangeSet, dryRun bool
 // the sync configured, with the fields it changed, from what to what and
 // who had changed them, as a drift check's incident says it. Values from
 // Secrets (secrets) are masked.
-func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]packed, secrets *redact.Set) []string {
+func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]render.Object, secrets *redact.Set) []string {
 	var out []string
 	for _, c := range changes {
 		if c.Action != apply.Configured || c.Live == nil || c.Applied == nil {
 			continue
 		}
-		obj, ok := byID[c.ID].unpack()
-		if !ok {
+		obj, err := byID[c.ID].Decode()
+		if err != nil {
 			continue
 		}
-		fields := driftFields(obj.Object, c.Applied, c.Live, apply.FieldManager, secrets)
+		fields := driftFields(obj, c.Applied, c.Live, apply.FieldManager, secrets)
 		parts := make([]string, 0, len(fields))
 		for _, f := range fields {
 			parts = append(parts, f.Bound().String())
@@ -745,21 +745,25 @@ func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, same func(plan.ID) boo
 // render's JSON equal to what was applied, told without decoding it (at
 // 10,000 objects, decoding each one again cost a one-object commit most
 // of a second), or else the same object once decoded.
-func sameAsApplied(w *Writer, byID map[plan.ID]packed) func(plan.ID) bool {
+func sameAsApplied(w *Writer, byID map[plan.ID]render.Object) func(plan.ID) bool {
 	return func(id plan.ID) bool {
-		p, desired := byID[id]
+		o, desired := byID[id]
 		if !desired {
 			return false
 		}
-		if w.AppliedJSONEquals(id, p.json) {
+		if w.AppliedJSONEquals(id, o.JSON) {
 			return true
 		}
 		prev, ok := w.Applied(id)
 		if !ok {
 			return false
 		}
-		obj, ok := p.unpack()
-		return ok && apply.Equal(prev.Object, obj.Object)
+		before, err := prev.Decode()
+		if err != nil {
+			return false
+		}
+		obj, err := o.Decode()
+		return err == nil && apply.Equal(before, obj)
 	}
 }
 

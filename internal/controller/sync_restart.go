@@ -16,6 +16,7 @@ import (
 	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
+	"github.com/driftless/driftless/internal/render"
 )
 
 // A restarted agent knows nothing of what the one before it compared,
@@ -82,18 +83,18 @@ func (v *verified) get() map[plan.ID]string {
 // holdsSecrets reports whether o's desired form holds values from a
 // Secret (a Secret, a decrypted file, a secret variable): no digest of it
 // is kept in the Inventory, which more people may read than its Secret.
-func holdsSecrets(p packed) bool {
-	return p.decrypted || len(p.secretVariables) > 0 || (p.id.Group == "" && p.id.Kind == "Secret")
+func holdsSecrets(o render.Object) bool {
+	return o.Decrypted || len(o.SecretVariables) > 0 || (o.GVK.Group == "" && o.GVK.Kind == "Secret")
 }
 
 // digestable returns the desired digest of id's render, false when none
 // is kept (no JSON, or values from Secrets).
-func digestable(id plan.ID, byID map[plan.ID]packed) ([8]byte, bool) {
-	p, ok := byID[id]
-	if !ok || p.json == nil || holdsSecrets(p) {
+func digestable(id plan.ID, byID map[plan.ID]render.Object) ([8]byte, bool) {
+	o, ok := byID[id]
+	if !ok || o.JSON == nil || holdsSecrets(o) {
 		return [8]byte{}, false
 	}
-	return inventory.DesiredDigest(p.json), true
+	return inventory.DesiredDigest(o.JSON), true
 }
 
 // startKnown returns, for the first sync of s in this process, a test for
@@ -105,7 +106,7 @@ func digestable(id plan.ID, byID map[plan.ID]packed) ([8]byte, bool) {
 // comparison, it was Ready and not drifted at its last applied spec, its
 // last full comparison (status.lastComparedAt) is within FullResync, and
 // its Inventory has digests. Objects in marked are always compared.
-func (r *SyncReconciler) startKnown(ctx context.Context, s *v1alpha1.Sync, byID map[plan.ID]packed, marked map[plan.ID]bool, started time.Time) func(plan.Step) bool {
+func (r *SyncReconciler) startKnown(ctx context.Context, s *v1alpha1.Sync, byID map[plan.ID]render.Object, marked map[plan.ID]bool, started time.Time) func(plan.Step) bool {
 	key := client.ObjectKeyFromObject(s)
 	if _, ok := r.Store.LastFull(key); ok || !r.mayTrustDigests(s) {
 		return nil
@@ -155,7 +156,7 @@ func (r *SyncReconciler) mayTrustDigests(s *v1alpha1.Sync) bool {
 // verify, what previous recorded (still true of the state it was made
 // from); nothing for the rest.
 func nextDigests(ctx context.Context, entries []plan.Entry, previous inventory.Digests, v map[plan.ID]string,
-	byID map[plan.ID]packed, reader metadataReader) inventory.Digests {
+	byID map[plan.ID]render.Object, reader metadataReader) inventory.Digests {
 	out := make(inventory.Digests, len(entries))
 	for _, e := range entries {
 		rv, ok := v[e.ID]

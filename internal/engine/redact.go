@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -33,12 +35,20 @@ func Redactor(vars map[string]render.Variable, objects []render.Object) *redact.
 		}
 	}
 	for _, o := range objects {
-		obj := o.Object.Object
-		if o.Object.GetAPIVersion() == "v1" && o.Object.GetKind() == "Secret" {
-			values = append(values, secretData(obj)...)
+		secret := o.GVK.GroupKind() == schema.GroupKind{Kind: "Secret"} && o.GVK.Version == "v1"
+		if !secret && !o.Decrypted {
+			continue
+		}
+		// Decoded one at a time: a render's JSON always decodes.
+		u, err := o.Decode()
+		if err != nil {
+			continue
+		}
+		if secret {
+			values = append(values, secretData(u.Object)...)
 		}
 		if o.Decrypted {
-			values = append(values, decryptedStrings(o)...)
+			values = append(values, decryptedStrings(u)...)
 		}
 	}
 	return redact.New(values...)
@@ -63,10 +73,9 @@ func secretData(obj map[string]any) []string {
 	return out
 }
 
-// decryptedStrings returns every string value of o but those that name
+// decryptedStrings returns every string value of u but those that name
 // it and driftless's own metadata.
-func decryptedStrings(o render.Object) []string {
-	u := o.Object
+func decryptedStrings(u *unstructured.Unstructured) []string {
 	names := map[string]bool{u.GetAPIVersion(): true, u.GetKind(): true, u.GetName(): true, u.GetNamespace(): true}
 	var out []string
 	var walk func(v any, top bool)

@@ -36,7 +36,16 @@ func TestRedactorKnowsSecretsAndDecryptedValuesButNotNames(t *testing.T) {
 			"labels": map[string]any{"tier": "decrypted-label"}, "annotations": map[string]any{"driftless.dev/origin": "apps/settings.yaml"}},
 		"data": map[string]any{"k": "decrypted-value", "same": "settings"},
 	}}
-	set := Redactor(nil, []render.Object{{Object: secret}, {Object: decrypted, Decrypted: true}})
+	secretObject, err := render.NewObject(secret, render.Origin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decryptedObject, err := render.NewObject(decrypted, render.Origin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decryptedObject.Decrypted = true
+	set := Redactor(nil, []render.Object{secretObject, decryptedObject})
 	msg := "Secret/apps/db data-value-1 string-data-value; ConfigMap/apps/settings decrypted-value decrypted-label from apps/settings.yaml"
 	want := "Secret/apps/db *** ***; ConfigMap/apps/settings *** *** from apps/settings.yaml"
 	if got := set.String(msg); got != want {

@@ -20,16 +20,10 @@ type Input struct {
 	// Sync is the Sync being synced; its spec decides prune, allowEmpty
 	// and the owner label.
 	Sync *v1alpha1.Sync
-	// Objects is the render of the revision. Run reads them to validate
-	// and plan, and holds them no longer: the plan keeps each object as
-	// JSON (plan.Plan.Compact) and the apply decodes it when it reaches
-	// it, so that a caller that drops its own references lets a large
-	// render's decoded objects go before the first request.
+	// Objects is the render of the revision, each object as its JSON:
+	// the plan holds them as they are, and the apply decodes each when
+	// it reaches it.
 	Objects []render.Object
-	// JSON, when set, is the JSON of Objects by ID that the caller keeps
-	// anyway (the controller's render cache): the plan shares it instead
-	// of encoding each object again.
-	JSON map[plan.ID][]byte
 	// Inventory is what the previous sync left (the Sync's Inventory).
 	Inventory []plan.Entry
 	// DryRun validates and compares everything but writes nothing.
@@ -98,10 +92,10 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 	if err := plan.Validate(in.Objects); err != nil {
 		return fail(v1alpha1.ReasonBuildFailed, err)
 	}
-	p := plan.New(in.Objects, in.Inventory).Compact(in.JSON)
-	// Nothing below reads the render but through the plan (the closures
-	// below hold in).
-	in.Objects, in.JSON = nil, nil
+	p := plan.New(in.Objects, in.Inventory)
+	// Nothing below reads the render but through the plan, which holds
+	// each object's JSON (the closures below hold in).
+	in.Objects = nil
 	if !s.PruneEnabled() {
 		p.Prune = nil
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/driftless/driftless/internal/render"
 )
 
-// deployment is a rendered Deployment of the Sync fleet in ns, of the
-// size and shape of an app's (twenty-odd nested maps).
-func deployment(t *testing.T, ns, name string) render.Object {
+// deployment is a Deployment of the Sync fleet in ns, of the size and
+// shape of an app's (twenty-odd nested maps), decoded.
+func deployment(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
 	doc := fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
@@ -45,7 +45,7 @@ spec:
 	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 		t.Fatal(err)
 	}
-	return render.Object{Object: u, Origin: render.Origin{Path: "apps/" + name + ".yaml"}}
+	return u
 }
 
 // liveHeap is the heap a full collection finds live.
@@ -64,7 +64,7 @@ func liveHeap() uint64 {
 func TestALargeSyncDoesNotHoldItsRenderDecodedWhileItWrites(t *testing.T) {
 	const n = 1000
 	ns := env.Namespace(t)
-	objects := make([]render.Object, n)
+	objects := make([]*unstructured.Unstructured, n)
 	for i := range objects {
 		objects[i] = deployment(t, ns, fmt.Sprintf("app-%04d", i))
 	}
@@ -76,7 +76,8 @@ func TestALargeSyncDoesNotHoldItsRenderDecodedWhileItWrites(t *testing.T) {
 	// The same objects again, handed to the sync: the test keeps none.
 	in := engine.Input{Sync: syncIn(ns), Objects: make([]render.Object, n)}
 	for i := range in.Objects {
-		in.Objects[i] = deployment(t, ns, fmt.Sprintf("app-%04d", i))
+		name := fmt.Sprintf("app-%04d", i)
+		in.Objects[i] = rendered(t, deployment(t, ns, name), "apps/"+name+".yaml")
 	}
 	var writes atomic.Int64
 	var held atomic.Uint64

@@ -56,12 +56,28 @@ func syncIn(ns string) *v1alpha1.Sync {
 // configMap is a rendered ConfigMap of the Sync fleet in ns.
 func configMap(t *testing.T, ns, name, value string) render.Object {
 	t.Helper()
+	return rendered(t, configMapObject(t, ns, name, value), name+".yaml")
+}
+
+// configMapObject is configMap decoded, to change before it is rendered.
+func configMapObject(t *testing.T, ns, name, value string) *unstructured.Unstructured {
+	t.Helper()
 	u := &unstructured.Unstructured{}
 	doc := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s, labels: {driftless.dev/sync: %s.fleet}}\ndata: {key: %q}\n", name, ns, ns, value)
 	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 		t.Fatal(err)
 	}
-	return render.Object{Object: u, Origin: render.Origin{Path: name + ".yaml"}}
+	return u
+}
+
+// rendered is u as the render gives it, from file.
+func rendered(t *testing.T, u *unstructured.Unstructured, file string) render.Object {
+	t.Helper()
+	o, err := render.NewObject(u, render.Origin{Path: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 func exists(t *testing.T, ns, name string) bool {
@@ -142,9 +158,9 @@ func TestRunRecordsAnInventoryOnlyForWhatMayHaveBeenWritten(t *testing.T) {
 			name:   "a bad wave is refused before any request",
 			client: func() client.Client { return nil },
 			objects: func(t *testing.T, ns string) []render.Object {
-				o := configMap(t, ns, "a", "1")
-				o.Object.SetAnnotations(map[string]string{v1alpha1.WaveAnnotation: "first"})
-				return []render.Object{o}
+				u := configMapObject(t, ns, "a", "1")
+				u.SetAnnotations(map[string]string{v1alpha1.WaveAnnotation: "first"})
+				return []render.Object{rendered(t, u, "a.yaml")}
 			},
 			wantReason: v1alpha1.ReasonBuildFailed,
 		},
@@ -180,9 +196,9 @@ func TestRunRecordsAnInventoryOnlyForWhatMayHaveBeenWritten(t *testing.T) {
 
 func TestRunRefusesAnObjectOfAnotherSyncAsAConflict(t *testing.T) {
 	ns := env.Namespace(t)
-	theirs := configMap(t, ns, "shared", "theirs")
-	theirs.Object.SetLabels(map[string]string{v1alpha1.SyncLabel: ns + ".other"})
-	if err := c.Create(context.Background(), theirs.Object.DeepCopy()); err != nil {
+	theirs := configMapObject(t, ns, "shared", "theirs")
+	theirs.SetLabels(map[string]string{v1alpha1.SyncLabel: ns + ".other"})
+	if err := c.Create(context.Background(), theirs); err != nil {
 		t.Fatal(err)
 	}
 	res := engine.Run(context.Background(), c, engine.Input{

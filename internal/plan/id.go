@@ -3,6 +3,8 @@ package plan
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/driftless/driftless/internal/render"
 )
 
 // ID identifies an object in a cluster independently of its API version.
@@ -18,6 +20,9 @@ func IDOf(u *unstructured.Unstructured) ID {
 	gvk := u.GroupVersionKind()
 	return ID{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()}
 }
+
+// ObjectID returns the ID of o.
+func ObjectID(o render.Object) ID { return ID(o.Ref()) }
 
 // GroupKind returns the ID's group and kind.
 func (id ID) GroupKind() schema.GroupKind { return schema.GroupKind{Group: id.Group, Kind: id.Kind} }

@@ -29,11 +29,9 @@ type Step struct {
 	Rank Rank
 	// Version is the API version the object is applied with.
 	Version string
-	// Object is the desired object and where it came from. In a plan
-	// made Compact its Object.Object is nil: Desired decodes it.
+	// Object is the desired object, as JSON (Desired decodes it), and
+	// where it came from.
 	Object render.Object
-	// doc is the object's JSON once the plan is Compact.
-	doc []byte
 }
 
 // Plan is the ordered set of changes for one sync.
@@ -59,17 +57,17 @@ func New(desired []render.Object, previous []Entry) Plan {
 	var p Plan
 	want := make(map[ID]int, len(desired))
 	for _, obj := range desired {
-		id := IDOf(obj.Object)
+		id := ObjectID(obj)
 		w, _ := waveOf(obj)
 		want[id] = len(p.Apply)
-		p.Apply = append(p.Apply, Step{ID: id, Wave: w, Rank: RankOf(id), Version: obj.Object.GroupVersionKind().Version, Object: obj})
+		p.Apply = append(p.Apply, Step{ID: id, Wave: w, Rank: RankOf(id), Version: obj.GVK.Version, Object: obj})
 	}
 	crds := crdIndex(desired)
 	// needs[i] are the objects of the plan that step i refers to, found
 	// once: the loop below runs until no wave changes.
 	needs := make([][]int, len(p.Apply))
 	for i, s := range p.Apply {
-		for _, ref := range references(s.Object.Object, crds) {
+		for _, ref := range references(s.Object, crds) {
 			if j, ok := want[ref]; ok && ref != s.ID {
 				needs[i] = append(needs[i], j)
 			}
@@ -129,23 +127,23 @@ func Validate(desired []render.Object) error {
 		if _, err := waveOf(o); err != nil {
 			errs = append(errs, err)
 		}
-		if gvk := o.Object.GroupVersionKind(); gvk.Group == v1alpha1.GroupVersion.Group && gvk.Kind == "Inventory" {
+		if o.GVK.Group == v1alpha1.GroupVersion.Group && o.GVK.Kind == "Inventory" {
 			errs = append(errs, fmt.Errorf("%s (%s): an Inventory is the agent's record of what a Sync applied, written by the agent only; "+
-				"remove it from git (the agent writes the Sync's own)", IDOf(o.Object), o.Origin))
+				"remove it from git (the agent writes the Sync's own)", ObjectID(o), o.Origin))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 func waveOf(o render.Object) (int, error) {
-	v, ok := o.Object.GetAnnotations()[v1alpha1.WaveAnnotation]
-	if !ok || strings.TrimSpace(v) == "" {
+	v := o.Wave
+	if strings.TrimSpace(v) == "" {
 		return 0, nil
 	}
 	w, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil {
 		return 0, fmt.Errorf("%s (%s): annotation %s: %q is not an integer; write a wave number such as \"1\"",
-			IDOf(o.Object), o.Origin, v1alpha1.WaveAnnotation, v)
+			ObjectID(o), o.Origin, v1alpha1.WaveAnnotation, v)
 	}
 	return w, nil
 }

@@ -12,12 +12,26 @@ import (
 )
 
 func obj(apiVersion, kind, namespace, name, file string) render.Object {
+	return objWith(apiVersion, kind, namespace, name, file, nil)
+}
+
+// objWith is obj with the annotations given.
+func objWith(apiVersion, kind, namespace, name, file string, annotations map[string]string) render.Object {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(apiVersion)
 	u.SetKind(kind)
 	u.SetNamespace(namespace)
 	u.SetName(name)
-	return render.Object{Object: u, Origin: render.Origin{Path: file}}
+	u.SetAnnotations(annotations)
+	return encode(u, file)
+}
+
+func encode(u *unstructured.Unstructured, file string) render.Object {
+	o, err := render.NewObject(u, render.Origin{Path: file})
+	if err != nil {
+		panic(err)
+	}
+	return o
 }
 
 func ids(steps []Step) []string {
@@ -119,16 +133,11 @@ func TestEmptyRenderAgainstAnInventoryIsRefused(t *testing.T) {
 	}
 }
 
-func withAnnotation(o render.Object, key, value string) render.Object {
-	o.Object.SetAnnotations(map[string]string{key: value})
-	return o
-}
-
 func TestWavesComeFirstThenKinds(t *testing.T) {
 	desired := []render.Object{
-		withAnnotation(obj("apps/v1", "Deployment", "a", "db", "db.yaml"), "driftless.dev/wave", "0"),
-		withAnnotation(obj("apps/v1", "Deployment", "a", "api", "api.yaml"), "driftless.dev/wave", "1"),
-		withAnnotation(obj("batch/v1", "Job", "a", "migrate", "job.yaml"), "driftless.dev/wave", "-1"),
+		objWith("apps/v1", "Deployment", "a", "db", "db.yaml", map[string]string{"driftless.dev/wave": "0"}),
+		objWith("apps/v1", "Deployment", "a", "api", "api.yaml", map[string]string{"driftless.dev/wave": "1"}),
+		objWith("batch/v1", "Job", "a", "migrate", "job.yaml", map[string]string{"driftless.dev/wave": "-1"}),
 		obj("v1", "Namespace", "", "a", "ns.yaml"),
 	}
 	p := New(desired, nil)
@@ -160,11 +169,11 @@ func TestWhatAWorkloadNeedsMovesUpToItsWave(t *testing.T) {
 		}}},
 	}}
 	desired := []render.Object{
-		{Object: deploy},
-		withAnnotation(obj("v1", "ConfigMap", "a", "web-config", "cm.yaml"), "driftless.dev/wave", "5"),
-		withAnnotation(obj("v1", "Secret", "a", "web-secret", "s.yaml"), "driftless.dev/wave", "3"),
-		withAnnotation(obj("v1", "ServiceAccount", "a", "runner", "sa.yaml"), "driftless.dev/wave", "2"),
-		withAnnotation(obj("v1", "ConfigMap", "a", "unrelated", "u.yaml"), "driftless.dev/wave", "5"),
+		encode(deploy, "web.yaml"),
+		objWith("v1", "ConfigMap", "a", "web-config", "cm.yaml", map[string]string{"driftless.dev/wave": "5"}),
+		objWith("v1", "Secret", "a", "web-secret", "s.yaml", map[string]string{"driftless.dev/wave": "3"}),
+		objWith("v1", "ServiceAccount", "a", "runner", "sa.yaml", map[string]string{"driftless.dev/wave": "2"}),
+		objWith("v1", "ConfigMap", "a", "unrelated", "u.yaml", map[string]string{"driftless.dev/wave": "5"}),
 	}
 	got := map[string]int{}
 	for _, s := range New(desired, nil).Apply {
@@ -180,7 +189,7 @@ func TestWhatAWorkloadNeedsMovesUpToItsWave(t *testing.T) {
 }
 
 func TestInvalidWaveNamesTheFile(t *testing.T) {
-	err := Validate([]render.Object{withAnnotation(obj("v1", "ConfigMap", "a", "x", "apps/x.yaml"), "driftless.dev/wave", "soon")})
+	err := Validate([]render.Object{objWith("v1", "ConfigMap", "a", "x", "apps/x.yaml", map[string]string{"driftless.dev/wave": "soon"})})
 	if err == nil || !strings.Contains(err.Error(), "apps/x.yaml") || !strings.Contains(err.Error(), "soon") {
 		t.Errorf("Validate = %v, want an error naming the file and the value", err)
 	}

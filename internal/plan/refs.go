@@ -1,137 +1,35 @@
 package plan
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/driftless/driftless/internal/render"
 )
 
-// references returns the IDs of the objects u needs to exist before it:
-// what a workload's pod template mounts or runs as, the Service behind an
-// APIService or admission webhook, and the CRD of a custom resource
-// (crdOf maps group/kind to the CRD's ID in the same render).
-func references(u *unstructured.Unstructured, crdOf map[string]ID) []ID {
-	id := IDOf(u)
-	var refs []ID
-	if id.Namespace != "" {
-		refs = append(refs, ID{Kind: "Namespace", Name: id.Namespace})
+// references returns the IDs of the objects o needs to exist before it:
+// those the render found it refers to (render.Object.Needs: its
+// Namespace, what a workload's pod template mounts or runs as, the
+// Service behind an APIService or admission webhook) and the CRD of a
+// custom resource (crdOf maps group/kind to the CRD's ID in the same
+// render).
+func references(o render.Object, crdOf map[schema.GroupKind]ID) []ID {
+	refs := make([]ID, 0, len(o.Needs)+1)
+	for _, r := range o.Needs {
+		refs = append(refs, ID(r))
 	}
-	if crd, ok := crdOf[id.Group+"/"+id.Kind]; ok {
+	if crd, ok := crdOf[o.GVK.GroupKind()]; ok {
 		refs = append(refs, crd)
 	}
-	if pod := podSpec(u); pod != nil {
-		refs = append(refs, podReferences(pod, id.Namespace)...)
-	}
-	switch id.Group + "/" + id.Kind {
-	case "apiregistration.k8s.io/APIService":
-		if svc, ok, _ := unstructured.NestedMap(u.Object, "spec", "service"); ok {
-			refs = append(refs, serviceRef(svc))
-		}
-	case "admissionregistration.k8s.io/MutatingWebhookConfiguration", "admissionregistration.k8s.io/ValidatingWebhookConfiguration":
-		hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
-		for _, h := range hooks {
-			hm, _ := h.(map[string]any)
-			if svc, ok, _ := unstructured.NestedMap(hm, "clientConfig", "service"); ok {
-				refs = append(refs, serviceRef(svc))
-			}
-		}
-	}
 	return refs
-}
-
-func serviceRef(svc map[string]any) ID {
-	ns, _ := svc["namespace"].(string)
-	name, _ := svc["name"].(string)
-	return ID{Kind: "Service", Namespace: ns, Name: name}
-}
-
-// podSpec returns the pod spec of a workload, or nil.
-func podSpec(u *unstructured.Unstructured) map[string]any {
-	id := IDOf(u)
-	var path []string
-	switch id.Group + "/" + id.Kind {
-	case "/Pod":
-		path = []string{"spec"}
-	case "batch/CronJob":
-		path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
-	case "apps/Deployment", "apps/StatefulSet", "apps/DaemonSet", "apps/ReplicaSet", "/ReplicationController", "batch/Job":
-		path = []string{"spec", "template", "spec"}
-	default:
-		return nil
-	}
-	m, _, _ := unstructured.NestedMap(u.Object, path...)
-	return m
-}
-
-func podReferences(pod map[string]any, ns string) []ID {
-	var refs []ID
-	add := func(kind string, name any) {
-		if s, ok := name.(string); ok && s != "" {
-			refs = append(refs, ID{Kind: kind, Namespace: ns, Name: s})
-		}
-	}
-	add("ServiceAccount", pod["serviceAccountName"])
-	for _, s := range list(pod["imagePullSecrets"]) {
-		add("Secret", s["name"])
-	}
-	for _, v := range list(pod["volumes"]) {
-		add("ConfigMap", field(v, "configMap", "name"))
-		add("Secret", field(v, "secret", "secretName"))
-		add("PersistentVolumeClaim", field(v, "persistentVolumeClaim", "claimName"))
-		for _, src := range list(field(v, "projected", "sources")) {
-			add("ConfigMap", field(src, "configMap", "name"))
-			add("Secret", field(src, "secret", "name"))
-		}
-	}
-	for _, key := range []string{"containers", "initContainers"} {
-		for _, c := range list(pod[key]) {
-			for _, e := range list(c["env"]) {
-				add("ConfigMap", field(e, "valueFrom", "configMapKeyRef", "name"))
-				add("Secret", field(e, "valueFrom", "secretKeyRef", "name"))
-			}
-			for _, e := range list(c["envFrom"]) {
-				add("ConfigMap", field(e, "configMapRef", "name"))
-				add("Secret", field(e, "secretRef", "name"))
-			}
-		}
-	}
-	return refs
-}
-
-func list(v any) []map[string]any {
-	items, _ := v.([]any)
-	out := make([]map[string]any, 0, len(items))
-	for _, it := range items {
-		if m, ok := it.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func field(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		cm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = cm[p]
-	}
-	return cur
 }
 
 // crdIndex maps the group/kind each CRD of the render defines to its ID.
-func crdIndex(desired []render.Object) map[string]ID {
-	idx := map[string]ID{}
+func crdIndex(desired []render.Object) map[schema.GroupKind]ID {
+	idx := map[schema.GroupKind]ID{}
 	for _, o := range desired {
-		id := IDOf(o.Object)
-		if id.Group != "apiextensions.k8s.io" || id.Kind != "CustomResourceDefinition" {
-			continue
+		if !o.Defines.Empty() {
+			idx[o.Defines] = ObjectID(o)
 		}
-		group, _, _ := unstructured.NestedString(o.Object.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object.Object, "spec", "names", "kind")
-		idx[group+"/"+kind] = id
 	}
 	return idx
 }

@@ -105,7 +105,7 @@ func TestRenderCountsAliasesAgainstTheBudget(t *testing.T) {
 	if err != nil {
 		t.Fatalf("with 32 KiB: %v", err)
 	}
-	if data := objs[0].Object.Object["data"].(map[string]any); len(data) != 21 || data["a19"] != strings.Repeat("x", 1<<10) {
+	if data := objs[0].decoded().Object["data"].(map[string]any); len(data) != 21 || data["a19"] != strings.Repeat("x", 1<<10) {
 		t.Errorf("aliases were not expanded: %d keys", len(data))
 	}
 }

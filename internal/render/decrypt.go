@@ -58,7 +58,7 @@ func (r *renderer) decrypt(name string, data []byte) ([]byte, error) {
 // markDecrypted marks the objects from index from on as holding values
 // decrypted from a file.
 func (r *renderer) markDecrypted(from int) {
-	for i := from; i < len(r.objects); i++ {
-		r.objects[i].Decrypted = true
+	for i := from; i < len(r.pending); i++ {
+		r.pending[i].decrypted = true
 	}
 }

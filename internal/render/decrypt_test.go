@@ -55,7 +55,7 @@ func TestRenderDecryptsEveryFileItReads(t *testing.T) {
 	}
 	got := map[string]Object{}
 	for _, o := range objs {
-		got[o.Object.GetName()] = o
+		got[o.decoded().GetName()] = o
 	}
 	if v, _, _ := unstructuredString(got["db"], "stringData", "password"); v != marker {
 		t.Errorf("Secret db from an encrypted manifest has password %q, want it decrypted", v)
@@ -69,13 +69,13 @@ func TestRenderDecryptsEveryFileItReads(t *testing.T) {
 			generated = o
 		}
 	}
-	if generated.Object == nil {
+	if generated.JSON == nil {
 		t.Fatalf("no Secret generated from the encrypted env file; got %v", summarize(objs))
 	}
 	if v, _, _ := unstructuredString(generated, "data", "TOKEN"); v != base64.StdEncoding.EncodeToString([]byte(marker)) {
 		t.Errorf("generated Secret has TOKEN %q, want the decrypted value", v)
 	}
-	for name, want := range map[string]bool{"app": false, "other": false, "db": true, "api": true, generated.Object.GetName(): true} {
+	for name, want := range map[string]bool{"app": false, "other": false, "db": true, "api": true, generated.decoded().GetName(): true} {
 		if got[name].Decrypted != want {
 			t.Errorf("%s: Decrypted = %v, want %v", name, got[name].Decrypted, want)
 		}
@@ -83,10 +83,10 @@ func TestRenderDecryptsEveryFileItReads(t *testing.T) {
 }
 
 func unstructuredString(o Object, fields ...string) (string, bool, error) {
-	if o.Object == nil {
+	if o.JSON == nil {
 		return "", false, nil
 	}
-	v := any(o.Object.Object)
+	v := any(o.decoded().Object)
 	for _, f := range fields {
 		m, _ := v.(map[string]any)
 		v = m[f]
@@ -160,10 +160,10 @@ func TestChartObjectsFromSecretValuesAreMarkedDecrypted(t *testing.T) {
 	}
 	got := map[string]Object{}
 	for _, o := range objs {
-		got[o.Object.GetName()] = o
+		got[o.decoded().GetName()] = o
 	}
 	for name, want := range map[string]bool{"encrypted": true, "from-secret": true, "plain": false} {
-		if got[name].Object == nil {
+		if got[name].JSON == nil {
 			t.Fatalf("no object %s; got %v", name, summarize(objs))
 		}
 		if got[name].Decrypted != want {

@@ -3,9 +3,11 @@
 // manifests (multi-document files split, Lists expanded), directories
 // that hold a kustomization, built with Kustomize, and HelmChart documents,
 // whose charts are rendered with the Helm SDK as helm template renders
-// them (hooks become waves; see addChartObjects). One settling step then
-// defaults namespaces, finds objects defined twice, and labels and
-// annotates each object with its Sync and its origin in git.
+// them (hooks become waves; see addChartObjects). Each object is held as
+// JSON once read; one settling step then decodes them one at a time,
+// defaults namespaces, finds objects defined twice, labels and annotates
+// each object with its Sync and its origin in git, and encodes it again:
+// a render's objects (Object) are JSON, never all decoded at once.
 //
 // It reads only through an os.Root of the checkout, so neither a path nor a
 // symbolic link in the repository can make it read outside the checkout;

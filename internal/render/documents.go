@@ -102,21 +102,22 @@ func hasContent(data []byte) bool {
 	return false
 }
 
-// decodeYAML parses one YAML document. It returns nil for a document that
-// is empty or only comments. Line numbers in its errors count from the
-// start of the file.
-func decodeYAML(doc document) (any, error) {
+// decodeYAML parses one YAML document, and returns it decoded and as the
+// JSON it was decoded from. It returns nil for a document that is empty
+// or only comments. Line numbers in its errors count from the start of
+// the file.
+func decodeYAML(doc document) (any, []byte, error) {
 	// Strict: a key set twice in one mapping is an error, not a silent
 	// choice of one of the values.
 	j, err := yaml.YAMLToJSONStrict(doc.data)
 	if err != nil {
-		return nil, yamlError(doc, err)
+		return nil, nil, yamlError(doc, err)
 	}
 	var v any
 	if err := utiljson.Unmarshal(j, &v); err != nil {
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+		return nil, nil, fmt.Errorf("invalid YAML: %w", err)
 	}
-	return v, nil
+	return v, j, nil
 }
 
 // yamlError turns an error of the YAML parser about doc into one that

@@ -221,7 +221,7 @@ func FuzzRender(f *testing.F) {
 			return
 		}
 		for _, o := range objs {
-			u := o.Object
+			u := o.decoded()
 			if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
 				t.Errorf("incomplete object %v", u.Object)
 			}

@@ -47,7 +47,7 @@ func (r *renderer) addFile(name string) {
 		return
 	}
 	if r.decrypted[name] {
-		defer r.markDecrypted(len(r.objects))
+		defer r.markDecrypted(len(r.pending))
 	}
 	if line := invalidUTF8(data); line > 0 {
 		r.fail(Origin{Path: name}, "", fmt.Errorf("not valid UTF-8 at line %d; save the file as UTF-8", line))
@@ -63,7 +63,7 @@ func (r *renderer) addFile(name string) {
 		case err != nil:
 			r.fail(o, "", err)
 		case v != nil && r.countDecoded(o, decodedSize(v)):
-			r.addValue(o, "document", v)
+			r.addValue(o, "document", v, nil)
 		}
 		return
 	}
@@ -84,7 +84,7 @@ func (r *renderer) addFile(name string) {
 				return
 			}
 		}
-		v, err := decodeYAML(doc)
+		v, data, err := decodeYAML(doc)
 		switch {
 		case err != nil:
 			r.fail(o, "", err)
@@ -92,7 +92,7 @@ func (r *renderer) addFile(name string) {
 		case isHelmChart(v):
 			r.addHelmChart(o, doc)
 		default:
-			r.addValue(o, "document", v)
+			r.addValue(o, "document", v, data)
 		}
 		if r.over {
 			return

@@ -47,8 +47,8 @@ func (c *GeneratorCache) Builds() (built, reused int64) {
 type cached struct {
 	options string
 	digest  [sha256.Size]byte
-	objects []Object // before settling, as the build made them
-	used    usage    // what the build used of the budgets
+	objects []pending // before settling, as the build made them
+	used    usage     // what the build used of the budgets
 }
 
 func (c *GeneratorCache) lookup(file, options string, digest [sha256.Size]byte) (*cached, bool) {
@@ -153,19 +153,18 @@ func (r *renderer) digestInputs(inputs []string) ([sha256.Size]byte, error) {
 	return sum, nil
 }
 
-// reuse adds the objects a cached build made, as copies (settling changes
-// them), and counts what the build used against the budgets.
+// reuse adds the objects a cached build made (their JSON, which settling
+// does not change), and counts what the build used against the budgets.
 func (r *renderer) reuse(k kustomization, e *cached) {
 	r.used.files += e.used.files
 	r.used.documents += e.used.documents
 	r.used.bytes += e.used.bytes
 	r.used.decoded += e.used.decoded
 	for _, o := range e.objects {
-		if !r.countObject(o.Origin, ref(o.Object)) {
+		if !r.countObject(o.origin, o.ref) {
 			return
 		}
-		o.Object = o.Object.DeepCopy()
-		r.objects = append(r.objects, o)
+		r.pending = append(r.pending, o)
 	}
 	switch {
 	case r.used.decoded > r.budgets.MaxBytes:

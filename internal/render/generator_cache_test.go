@@ -88,8 +88,8 @@ func TestTheGeneratorCacheBuildsAgainOnlyWhatChanged(t *testing.T) {
 			t.Fatalf("%s: %d objects with the cache, %d without", name, len(got), len(want))
 		}
 		for i := range got {
-			if !equality.Semantic.DeepEqual(got[i].Object.Object, want[i].Object.Object) || got[i].Origin != want[i].Origin {
-				t.Errorf("%s: object %d differs with the cache:\n%v\nwithout:\n%v", name, i, got[i].Object.Object, want[i].Object.Object)
+			if !equality.Semantic.DeepEqual(got[i].decoded().Object, want[i].decoded().Object) || got[i].Origin != want[i].Origin {
+				t.Errorf("%s: object %d differs with the cache:\n%v\nwithout:\n%v", name, i, got[i].decoded().Object, want[i].decoded().Object)
 			}
 		}
 	}
@@ -126,8 +126,8 @@ func TestTheGeneratorCacheHandsOutObjectsAsBuilt(t *testing.T) {
 		t.Fatalf("the second render reused %d builds, want 1", reused)
 	}
 	for _, o := range objs {
-		if o.Object.GetNamespace() != "two" || o.Object.GetLabels()["driftless.dev/sync"] != "ns.second" {
-			t.Errorf("%s: namespace %q, label %q: settled with the first render's options", ref(o.Object), o.Object.GetNamespace(), o.Object.GetLabels()["driftless.dev/sync"])
+		if o.decoded().GetNamespace() != "two" || o.decoded().GetLabels()["driftless.dev/sync"] != "ns.second" {
+			t.Errorf("%s: namespace %q, label %q: settled with the first render's options", ref(o.decoded()), o.decoded().GetNamespace(), o.decoded().GetLabels()["driftless.dev/sync"])
 		}
 	}
 }

@@ -37,7 +37,7 @@ func checkFuzzedRender(t *testing.T, objs []Object, err error) {
 		return
 	}
 	for _, o := range objs {
-		u := o.Object
+		u := o.decoded()
 		if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
 			t.Errorf("incomplete object %v", u.Object)
 		}

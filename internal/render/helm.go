@@ -47,7 +47,7 @@ func (r *renderer) addHelmChart(o Origin, doc document) {
 	if err == nil {
 		var rendered map[string]string
 		if rendered, err = r.renderChart(o.Path, hc, chrt); err == nil {
-			from := len(r.objects)
+			from := len(r.pending)
 			r.addChartObjects(o.Path, hc, chrt, rendered)
 			if r.secretValues(hc) || r.lookedUpSecret {
 				// Any template may put a value anywhere: every object

@@ -70,7 +70,7 @@ func TestRenderHelmChartDependenciesAsHelmDoes(t *testing.T) {
 	got := map[string]string{}
 	for _, o := range objs {
 		port, _, _ := unstructuredString(o, "data", "workerPort")
-		got[o.Object.GetName()] = port
+		got[o.decoded().GetName()] = port
 	}
 	want := map[string]string{
 		"shop-shop": "8080", // the library's helper; the worker's exported value

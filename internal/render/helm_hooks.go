@@ -70,7 +70,7 @@ func (r *renderer) addChartObjects(file string, hc *v1alpha1.HelmChart, c *chart
 		if meta, ok := o.value["metadata"].(map[string]any); ok && meta["namespace"] == nil {
 			meta["namespace"] = namespace
 		}
-		r.addValue(o.origin, "object", o.value)
+		r.addValue(o.origin, "object", o.value, nil)
 		if r.over {
 			return
 		}
@@ -86,7 +86,7 @@ func (r *renderer) decodeRendered(file, name, out string, p phase, objects *[]ch
 		if !r.countDocument(o) {
 			return false
 		}
-		v, err := decodeYAML(doc)
+		v, _, err := decodeYAML(doc)
 		switch {
 		case err != nil:
 			r.fail(o, "", fmt.Errorf("the template rendered invalid YAML (lines count in its output): %w", err))

@@ -199,7 +199,7 @@ func TestRenderHelmChartAsHelmTemplateDoes(t *testing.T) {
 	}
 	got := map[string]Origin{}
 	for _, o := range objs {
-		got[ref(o.Object)] = o.Origin
+		got[ref(o.decoded())] = o.Origin
 	}
 	const file = "apps/web/helmchart.yaml"
 	want := map[string]Origin{
@@ -218,7 +218,7 @@ func TestRenderHelmChartAsHelmTemplateDoes(t *testing.T) {
 
 	byRef := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
-		byRef[ref(o.Object)] = o.Object
+		byRef[ref(o.decoded())] = o.decoded()
 	}
 	cm := byRef["ConfigMap/shop/web-config"]
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
@@ -277,8 +277,8 @@ func TestRenderHelmChartCapabilitiesWithoutACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		if o.Object.GetKind() == "Deployment" {
-			a := o.Object.GetAnnotations()
+		if o.decoded().GetKind() == "Deployment" {
+			a := o.decoded().GetAnnotations()
 			if a["kube"] != DefaultKubeVersion() || a["widgets"] != "false" {
 				t.Errorf("kube = %q, widgets = %q; want %q (client-go's) and false", a["kube"], a["widgets"], DefaultKubeVersion())
 			}
@@ -304,10 +304,10 @@ func TestRenderHelmChartNamespaceDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, o := range objs {
-				if o.Object.GetName() == "web-config" {
-					ns, _, _ := unstructured.NestedString(o.Object.Object, "data", "namespace")
-					if ns != tc.want || o.Object.GetNamespace() != tc.want {
-						t.Errorf(".Release.Namespace = %q, namespace %q; want %q", ns, o.Object.GetNamespace(), tc.want)
+				if o.decoded().GetName() == "web-config" {
+					ns, _, _ := unstructured.NestedString(o.decoded().Object, "data", "namespace")
+					if ns != tc.want || o.decoded().GetNamespace() != tc.want {
+						t.Errorf(".Release.Namespace = %q, namespace %q; want %q", ns, o.decoded().GetNamespace(), tc.want)
 					}
 				}
 			}

@@ -104,7 +104,7 @@ func (k kustomization) generate(r *renderer) {
 		}
 		cache.built.Add(1)
 	}
-	before, from, errs := r.used, len(r.objects), len(r.errs)
+	before, from, errs := r.used, len(r.pending), len(r.errs)
 	m, err := build(fsys, k.dir, refs.schema)
 	switch {
 	case err != nil && fsys.refused != nil:
@@ -120,11 +120,7 @@ func (k kustomization) generate(r *renderer) {
 		}
 	}
 	if cache != nil && !fsys.decrypted && !r.over && len(r.errs) == errs {
-		objects := make([]Object, 0, len(r.objects)-from)
-		for _, o := range r.objects[from:] {
-			o.Object = o.Object.DeepCopy()
-			objects = append(objects, o)
-		}
+		objects := slices.Clone(r.pending[from:])
 		cache.store(k.file, &cached{options: options, digest: digest, objects: objects, used: r.used.minus(before)})
 	}
 }
@@ -219,7 +215,7 @@ func (r *renderer) addBuilt(k kustomization, m resmap.ResMap, stripOrigins bool)
 			continue
 		}
 		if r.countDecoded(o, decodedSize(v)) {
-			r.addValue(o, "object", v)
+			r.addValue(o, "object", v, nil)
 		}
 	}
 }

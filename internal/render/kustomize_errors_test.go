@@ -258,7 +258,7 @@ func TestRenderFollowsSymbolicLinksInsideTheRepository(t *testing.T) {
 func refs(objs []Object) []string {
 	var out []string
 	for _, o := range objs {
-		out = append(out, ref(o.Object))
+		out = append(out, ref(o.decoded()))
 	}
 	return out
 }

@@ -62,9 +62,9 @@ func TestRenderFetchesRemoteBasesWithAllowRemote(t *testing.T) {
 	var got []string
 	var configMap string
 	for _, o := range objs {
-		got = append(got, o.Origin.String()+": "+ref(o.Object))
-		if o.Object.GetKind() == "ConfigMap" {
-			configMap = o.Object.GetName()
+		got = append(got, o.Origin.String()+": "+ref(o.decoded()))
+		if o.decoded().GetKind() == "ConfigMap" {
+			configMap = o.decoded().GetName()
 		}
 	}
 	want := []string{
@@ -79,8 +79,8 @@ func TestRenderFetchesRemoteBasesWithAllowRemote(t *testing.T) {
 	}
 	var deployEnv string
 	for _, o := range objs {
-		if o.Object.GetKind() == "Deployment" {
-			c := o.Object.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+		if o.decoded().GetKind() == "Deployment" {
+			c := o.decoded().Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 			deployEnv = c["envFrom"].([]any)[0].(map[string]any)["configMapRef"].(map[string]any)["name"].(string)
 		}
 	}

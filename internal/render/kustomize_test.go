@@ -160,7 +160,7 @@ func kustomizeBuild(t *testing.T, files map[string]string, dir string) []map[str
 func withoutMarks(objs []Object) []map[string]any {
 	var out []map[string]any
 	for _, o := range objs {
-		u := o.Object.DeepCopy()
+		u := o.decoded().DeepCopy()
 		unstructured.RemoveNestedField(u.Object, "metadata", "annotations", v1alpha1.OriginAnnotation)
 		unstructured.RemoveNestedField(u.Object, "metadata", "labels", v1alpha1.SyncLabel)
 		for _, field := range []string{"annotations", "labels"} {
@@ -177,7 +177,7 @@ func withoutMarks(objs []Object) []map[string]any {
 func byName(objs []Object) map[string]*unstructured.Unstructured {
 	out := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
-		out[o.Object.GetKind()+"/"+o.Object.GetName()] = o.Object
+		out[o.decoded().GetKind()+"/"+o.decoded().GetName()] = o.decoded()
 	}
 	return out
 }
@@ -259,11 +259,11 @@ func TestRenderSaysWhichFileEachKustomizedObjectCameFrom(t *testing.T) {
 		"PodDisruptionBudget": "apps/web/components/pdb/pdb.yaml",
 	}
 	for _, o := range objs {
-		kind := o.Object.GetKind()
+		kind := o.decoded().GetKind()
 		if diff := cmp.Diff(Origin{Path: overlay, From: want[kind]}, o.Origin); diff != "" {
 			t.Errorf("%s origin (-want +got):\n%s", kind, diff)
 		}
-		annotations := o.Object.GetAnnotations()
+		annotations := o.decoded().GetAnnotations()
 		if got, want := annotations[v1alpha1.OriginAnnotation], overlay+" → "+want[kind]+"@0123456"; got != want {
 			t.Errorf("%s annotation %s = %q, want %q", kind, v1alpha1.OriginAnnotation, got, want)
 		}
@@ -282,7 +282,7 @@ func TestRenderKeepsOriginAnnotationsAKustomizationAsksFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := objs[0].Object.GetAnnotations()[originAnnotation]; got != "path: cm.yaml\n" {
+	if got := objs[0].decoded().GetAnnotations()[originAnnotation]; got != "path: cm.yaml\n" {
 		t.Errorf("annotation %s = %q, want Kustomize's %q", originAnnotation, got, "path: cm.yaml\n")
 	}
 	if got, want := objs[0].Origin.From, "app/cm.yaml"; got != want {
@@ -362,7 +362,7 @@ func TestRenderSettlesKustomizedObjectsLikeOthers(t *testing.T) {
 		}
 		var got []string
 		for _, o := range objs {
-			got = append(got, ref(o.Object))
+			got = append(got, ref(o.decoded()))
 		}
 		want := []string{"ConfigMap/team/a", "ClusterRole/reader", "Namespace/team"}
 		if diff := cmp.Diff(want, got); diff != "" {

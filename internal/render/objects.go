@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,11 +10,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/driftless/driftless/api/v1alpha1"
 )
 
 // addValue adds the object in v, a decoded document or List item, to r,
-// expanding a v1 List into its items. what names v in errors.
-func (r *renderer) addValue(o Origin, what string, v any) {
+// expanding a v1 List into its items. what names v in errors. data, when
+// not nil, is the JSON v was decoded from, which r then holds instead of
+// encoding v again.
+func (r *renderer) addValue(o Origin, what string, v any, data []byte) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		r.fail(o, "", fmt.Errorf("%s is %s, not an object; every document needs apiVersion and kind", what, describe(v)))
@@ -30,7 +36,7 @@ func (r *renderer) addValue(o Origin, what string, v any) {
 			if r.over {
 				return
 			}
-			r.addValue(o, fmt.Sprintf("List item %d", i), item)
+			r.addValue(o, fmt.Sprintf("List item %d", i), item, nil)
 		}
 		return
 	}
@@ -39,8 +45,42 @@ func (r *renderer) addValue(o Origin, what string, v any) {
 		r.fail(o, ref(u), err)
 	}
 	if len(problems) == 0 && r.countObject(o, ref(u)) {
-		r.objects = append(r.objects, Object{Object: u, Origin: o})
+		r.hold(u, o, data)
 	}
+}
+
+// pending is an object read and checked, not yet settled: held as its
+// JSON, as its generator made it, until settle has seen every object's
+// kind and decodes it again.
+type pending struct {
+	json      []byte
+	origin    Origin
+	ref       string // ref of the object, for errors
+	crd       bool   // a CustomResourceDefinition
+	decrypted bool
+}
+
+// decode returns the object p holds, decoded.
+func (p pending) decode() (*unstructured.Unstructured, error) {
+	u, err := decodeObject(p.json)
+	if err != nil {
+		return nil, fmt.Errorf("cannot be decoded again: %w", err)
+	}
+	return u, nil
+}
+
+// hold adds u, from o, to the objects to settle, as JSON (data, or u
+// encoded when data is nil): a render holds no more than one object
+// decoded at a time.
+func (r *renderer) hold(u *unstructured.Unstructured, o Origin, data []byte) {
+	if data == nil {
+		var err error
+		if data, err = json.Marshal(u.Object); err != nil {
+			r.fail(o, ref(u), fmt.Errorf("cannot be encoded as JSON: %w", err))
+			return
+		}
+	}
+	r.pending = append(r.pending, pending{json: data, origin: o, ref: ref(u), crd: u.GroupVersionKind().GroupKind() == crdKind})
 }
 
 // check returns what is wrong with obj's type and object metadata: the
@@ -157,4 +197,60 @@ func ref(u *unstructured.Unstructured) string {
 		return kind + "/" + name
 	}
 	return kind + "/" + u.GetNamespace() + "/" + name
+}
+
+// NewObject returns u, a settled object from o, as an Object: encoded,
+// with what names it and what the plan reads of it. u is not kept.
+func NewObject(u *unstructured.Unstructured, o Origin) (Object, error) {
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return Object{}, fmt.Errorf("cannot be encoded as JSON: %w", err)
+	}
+	obj := Object{
+		GVK:       u.GroupVersionKind(),
+		Namespace: u.GetNamespace(),
+		Name:      u.GetName(),
+		Wave:      u.GetAnnotations()[v1alpha1.WaveAnnotation],
+		Needs:     needs(u),
+		JSON:      data,
+		Origin:    o,
+	}
+	if obj.GVK.GroupKind() == crdKind {
+		group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
+		obj.Defines = schema.GroupKind{Group: group, Kind: kind}
+	}
+	return obj, nil
+}
+
+// Decode returns a new copy of the object, which the caller may change.
+func (o Object) Decode() (*unstructured.Unstructured, error) {
+	u, err := decodeObject(o.JSON)
+	if err != nil {
+		return nil, fmt.Errorf("%s: decode: %w", o.Ref(), err)
+	}
+	return u, nil
+}
+
+// decodeObject decodes the JSON of an object.
+func decodeObject(data []byte) (*unstructured.Unstructured, error) {
+	var m map[string]any
+	// k8s.io's json keeps integers int64, as YAML decodes them.
+	if err := utiljson.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// Ref returns the object's kind, namespace and name.
+func (o Object) Ref() Ref {
+	return Ref{Group: o.GVK.Group, Kind: o.GVK.Kind, Namespace: o.Namespace, Name: o.Name}
+}
+
+// String names the object as ID does: Kind/namespace/name, or Kind/name.
+func (r Ref) String() string {
+	if r.Namespace == "" {
+		return r.Kind + "/" + r.Name
+	}
+	return r.Kind + "/" + r.Namespace + "/" + r.Name
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestRenderNamesObjectsForPeople(t *testing.T) {
@@ -45,9 +46,18 @@ metadata: {name: third-party}
 	}
 	var got []string
 	for _, o := range objs {
-		got = append(got, ref(o.Object))
+		got = append(got, ref(o.decoded()))
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("names (-want +got):\n%s", diff)
 	}
+}
+
+// decoded returns the object o holds, decoded.
+func (o Object) decoded() *unstructured.Unstructured {
+	u, err := o.Decode()
+	if err != nil {
+		panic(err)
+	}
+	return u
 }

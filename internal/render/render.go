@@ -19,9 +19,28 @@ import (
 // its annotation format).
 type Origin = origin.Origin
 
-// Object is one desired object and where it came from.
+// Object is one desired object of a render, settled (see Render): held
+// as its JSON, with what names it, what the plan reads of it and where it
+// came from. Decode returns the object itself. An Object is a value: its
+// JSON is shared by whoever holds a copy, and never changed.
 type Object struct {
-	Object *unstructured.Unstructured
+	// GVK, Namespace and Name name the object.
+	GVK       schema.GroupVersionKind
+	Namespace string
+	Name      string
+	// Wave is the object's driftless.dev/wave annotation as written; ""
+	// when it has none.
+	Wave string
+	// Needs are the objects it refers to, which must exist before it: its
+	// Namespace, what a workload's pod template mounts or runs as, the
+	// Service behind an APIService or an admission webhook (see needs).
+	Needs []Ref
+	// Defines is the kind a CustomResourceDefinition defines; zero for
+	// any other object.
+	Defines schema.GroupKind
+	// JSON is the object.
+	JSON []byte
+
 	Origin Origin
 	// SecretVariables names the variables read from a Secret that were
 	// substituted into the object: its strings may hold Secret values.
@@ -31,6 +50,15 @@ type Object struct {
 	// copy values between objects): any of its strings may hold a
 	// decrypted value. Such an object is only ever held in memory.
 	Decrypted bool
+}
+
+// A Ref names an object by kind, namespace and name, whatever its API
+// version.
+type Ref struct {
+	Group     string
+	Kind      string
+	Namespace string
+	Name      string
 }
 
 // Options say what to render. The zero value of every field but Root and
@@ -187,7 +215,8 @@ type renderer struct {
 	root    *os.Root
 	fsys    fs.FS
 	order   map[string]int // file → place in reading order
-	objects []Object
+	pending []pending      // objects read, to settle
+	objects []Object       // objects settled
 	errs    []*Error
 	used    usage
 	over    bool // a budget is exceeded: read nothing more
@@ -212,30 +241,36 @@ type identity struct {
 }
 
 // settle substitutes variables in every object, gives it its namespace,
-// label and annotation, and finds objects defined twice.
+// label and annotation, finds objects defined twice, and encodes it: one
+// object decoded at a time, each dropped from r.pending once settled.
 func (r *renderer) settle() {
 	scopes := r.kindScopes()
 	targetNamespace := cmp.Or(r.opts.TargetNamespace, "default")
 	first := map[identity]Origin{}
-	for i, o := range r.objects {
-		u := o.Object
+	r.objects = make([]Object, 0, len(r.pending))
+	for i, p := range r.pending {
+		r.pending[i] = pending{}
+		u, err := p.decode()
+		if err != nil {
+			r.fail(p.origin, p.ref, err)
+			continue
+		}
+		var secrets []string
 		if r.opts.Variables != nil && !substitutionDisabled(u) {
 			// Named as in git: a substituted name could hold a value
 			// from a Secret.
-			name := ref(u)
-			secrets, err := substitute(u, r.opts.Variables)
+			secrets, err = substitute(u, r.opts.Variables)
 			if err == nil && u.GetName() == "" {
 				err = errors.New("metadata.name is empty after substitution; give the variable a value or the reference a default")
 			}
 			if err != nil {
-				r.fail(o.Origin, name, err)
+				r.fail(p.origin, p.ref, err)
 				continue
 			}
-			r.objects[i].SecretVariables = secrets
 		}
 		namespaced, err := scopes.namespaced(u.GroupVersionKind())
 		if err != nil {
-			r.fail(o.Origin, ref(u), err)
+			r.fail(p.origin, ref(u), err)
 			continue
 		}
 		switch {
@@ -246,12 +281,20 @@ func (r *renderer) settle() {
 		}
 		id := identity{u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName()}
 		if prev, ok := first[id]; ok {
-			r.fail(o.Origin, ref(u), fmt.Errorf("defined twice: %s and %s; remove one", prev, o.Origin))
-		} else {
-			first[id] = o.Origin
+			r.fail(p.origin, ref(u), fmt.Errorf("defined twice: %s and %s; remove one", prev, p.origin))
+			continue
 		}
-		r.mark(u, o.Origin)
+		first[id] = p.origin
+		r.mark(u, p.origin)
+		o, err := NewObject(u, p.origin)
+		if err != nil {
+			r.fail(p.origin, ref(u), err)
+			continue
+		}
+		o.SecretVariables, o.Decrypted = secrets, p.decrypted
+		r.objects = append(r.objects, o)
 	}
+	r.pending = nil
 }
 
 // mark sets the sync label (and sync-shard label) and the origin

@@ -81,7 +81,7 @@ type rendered struct {
 func summarize(objs []Object) []rendered {
 	var out []rendered
 	for _, o := range objs {
-		out = append(out, rendered{o.Origin, ref(o.Object)})
+		out = append(out, rendered{o.Origin, ref(o.decoded())})
 	}
 	return out
 }
@@ -148,7 +148,7 @@ metadata:
 			if err != nil {
 				t.Fatal(err)
 			}
-			u := objs[len(objs)-1].Object
+			u := objs[len(objs)-1].decoded()
 			got := marks{Labels: u.GetLabels(), Annotations: u.GetAnnotations()}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("labels and annotations (-want +got):\n%s", diff)
@@ -195,7 +195,7 @@ spec:
 			}}}},
 		},
 	}
-	if diff := cmp.Diff(want, objs[0].Object.Object); diff != "" {
+	if diff := cmp.Diff(want, objs[0].decoded().Object); diff != "" {
 		t.Errorf("object (-want +got):\n%s", diff)
 	}
 }

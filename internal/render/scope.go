@@ -39,10 +39,13 @@ func (r *renderer) kindScopes() *scopes {
 		cluster: r.opts.Scope,
 		asked:   map[schema.GroupKind]answer{},
 	}
-	for _, o := range r.objects {
-		crd := o.Object
-		if crd.GroupVersionKind().GroupKind() != crdKind {
+	for _, p := range r.pending {
+		if !p.crd {
 			continue
+		}
+		crd, err := p.decode()
+		if err != nil {
+			continue // settle reports it
 		}
 		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
@@ -53,7 +56,7 @@ func (r *renderer) kindScopes() *scopes {
 		case "Cluster":
 			s.defined[gk] = false
 		default:
-			r.fail(o.Origin, ref(crd), fmt.Errorf("spec.scope is %q; set it to Namespaced or Cluster", scope))
+			r.fail(p.origin, p.ref, fmt.Errorf("spec.scope is %q; set it to Namespaced or Cluster", scope))
 		}
 	}
 	return s

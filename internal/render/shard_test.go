@@ -19,7 +19,7 @@ func TestRenderStampsTheSyncsShardBesideTheSyncLabel(t *testing.T) {
 		if err != nil || len(objs) != 1 {
 			t.Fatalf("render: %v, %d objects", err, len(objs))
 		}
-		l := objs[0].Object.GetLabels()
+		l := objs[0].decoded().GetLabels()
 		got, stamped := l[v1alpha1.SyncShardLabel]
 		if got != tc.want || stamped != (tc.want != "") {
 			t.Errorf("Sync of shard %q: %s = %q (set %v), want %q", tc.shard, v1alpha1.SyncShardLabel, got, stamped, tc.want)

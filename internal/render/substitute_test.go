@@ -37,7 +37,7 @@ func TestRenderSubstitutesVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := objs[0].Object.Object
+	u := objs[0].decoded().Object
 	container := u["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
 	tests := []struct {
 		name      string
@@ -76,7 +76,7 @@ func TestRenderSubstitutesKustomizeOutputAndNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]any{"ref": ref(objs[0].Object), "data": objs[0].Object.Object["data"], "secrets": objs[0].SecretVariables}
+	got := map[string]any{"ref": ref(objs[0].decoded()), "data": objs[0].decoded().Object["data"], "secrets": objs[0].SecretVariables}
 	want := map[string]any{
 		"ref":     "ConfigMap/shop/prod-settings",
 		"data":    map[string]any{"password": "s3cret", "url": "https://example.com"},
@@ -105,7 +105,7 @@ func TestRenderLeavesObjectsAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := objs[0].Object.Object["data"].(map[string]any)["run.sh"]; got != "echo ${HOME}" {
+			if got := objs[0].decoded().Object["data"].(map[string]any)["run.sh"]; got != "echo ${HOME}" {
 				t.Errorf("run.sh = %q, want it unchanged", got)
 			}
 		})
