@@ -293,12 +293,14 @@ func TestTwoAgentsOfOneShardLetTheLeaseDecide(t *testing.T) {
 	if writesOne.to("/configmaps/web-config") > 0 && writesTwo.to("/configmaps/web-config") > 0 {
 		t.Fatal("both agents of shard a wrote web-config")
 	}
+	// The Sync's interval is an hour: the leader does not look at git
+	// again, and the standby syncs web when it starts leading and finds
+	// the new commit. The commit is made before the leader stops, so that
+	// a standby quick to take over cannot sync the old one first.
+	second := repo.Commit(t, "web v2", map[string]string{"apps/web/config.yaml": agenttest.ConfigMap(ns, "web-config", "v2")})
 	if err := leader.Stop(); err != nil {
 		t.Fatalf("stop the leader: %v", err)
 	}
-	second := repo.Commit(t, "web v2", map[string]string{"apps/web/config.yaml": agenttest.ConfigMap(ns, "web-config", "v2")})
-	// The Sync's interval is an hour: the standby syncs web when it starts
-	// leading, and finds the new commit.
 	standby.Eventually("the standby takes over and applies the new commit", agenttest.AppliedAt(c, webKey, second))
 	if n := standbyWrites.to("/configmaps/web-config"); n == 0 {
 		t.Error("the standby did not write web-config")
