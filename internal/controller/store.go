@@ -2,7 +2,6 @@ package controller
 
 import (
 	"bytes"
-	"maps"
 	"sync"
 	"time"
 
@@ -433,10 +432,12 @@ func (w *Writer) Forget(ids ...plan.ID) {
 
 // Replace makes objects (by ID), a render applied in full (or compared
 // in full by a dry run), the only desired objects: anything not in it is
-// no longer reverted or reported.
+// no longer reverted or reported. The Store keeps objects itself, not a
+// copy (a copy of a large Sync's was held beside it at the end of its
+// first sync, the agent's memory's peak): the caller reads it afterwards
+// but never changes it; later syncs change it through the Writer.
 func (w *Writer) Replace(objects map[plan.ID]render.Object) {
-	w.st.applied = make(map[plan.ID]render.Object, len(objects))
-	maps.Copy(w.st.applied, objects)
+	w.st.applied = objects
 }
 
 // Rendered returns each object of the Sync's cached render (SetRendered,

@@ -2,13 +2,14 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -98,13 +99,18 @@ func (r *SyncReconciler) saveInventory(ctx context.Context, s *v1alpha1.Sync, en
 		sameDigests(entries, r.Store.Digests(key, s.UID), digests) && r.hasInventory(ctx, s) {
 		return nil
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(inventory.Object(s, entries, digests))
+	// Sent as the typed object's JSON and answered with metadata only: a
+	// large Sync's Inventory as unstructured maps, both ways, was the
+	// largest thing a first sync allocated after its writes.
+	body, err := json.Marshal(inventory.Object(s, entries, digests))
 	if err != nil {
 		return err
 	}
-	obj := &unstructured.Unstructured{Object: u}
-	unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(apply.FieldManager), client.ForceOwnership); err != nil {
+	written := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Inventory"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name},
+	}
+	if err := r.Client.Patch(ctx, written, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(apply.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("record the inventory of Sync %s/%s in Inventory %s/%s: %w", s.Namespace, s.Name, s.Namespace, s.Name, err)
 	}
 	r.Store.SetInventory(key, s.UID, slices.Clone(entries), digests)

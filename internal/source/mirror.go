@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
@@ -121,9 +122,12 @@ type mirrored struct {
 	// held across the network: a fetch writes through a repository of its
 	// own (see fetch), so readers of revisions the mirror holds do not
 	// wait for it.
-	mu    sync.Mutex
-	repo  *git.Repository
-	trees map[string]*tree
+	mu   sync.Mutex
+	repo *git.Repository
+	// objects is repo's cache of decoded objects (nil for a repository
+	// just made, which has none yet).
+	objects cache.Object
+	trees   map[string]*tree
 	// order lists the revisions of trees, oldest first.
 	order []string
 	// root is the root tree of the commit rootOf, the last one
@@ -340,8 +344,9 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 		return nil, err
 	}
 	gitDir := filepath.Join(dir, "git")
-	repo, err := openMirror(gitDir)
+	repo, objects, err := openMirror(gitDir)
 	if err != nil {
+		objects = nil
 		if err := os.RemoveAll(gitDir); err != nil {
 			return nil, err
 		}
@@ -357,7 +362,7 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 	if m.repos == nil {
 		m.repos = map[string]*mirrored{}
 	}
-	r := &mirrored{dir: dir, repo: repo, trees: map[string]*tree{}, fetching: make(chan struct{}, 1)}
+	r := &mirrored{dir: dir, repo: repo, objects: objects, trees: map[string]*tree{}, fetching: make(chan struct{}, 1)}
 	r.used.Store(time.Now().UnixNano())
 	m.repos[key] = r
 	return r, nil
@@ -513,6 +518,13 @@ func (m *Mirror) write(ctx context.Context, r *mirrored, req Request, revision, 
 		return err
 	}
 	err = WriteTree(r.repo.Storer, commit.Hash, tmp, m.Limits)
+	if r.objects != nil {
+		// The blobs and delta bases a checkout decoded are not read
+		// again before the next revision's: the agent does not keep
+		// them (up to mirrorObjectCache per repository, held at a
+		// large Sync's first sync while its render and plan are).
+		r.objects.Clear()
+	}
 	if err != nil {
 		_ = RemoveTree(tmp)
 		return fmt.Errorf("check out %s of %s: %w", Short(revision), Redact(req.URL), err)
@@ -563,13 +575,13 @@ func (m *Mirror) fetchDeep(ctx context.Context, r *mirrored, req Request, done f
 			return nil
 		}
 	}
-	repo, err := openMirror(filepath.Join(r.dir, "git"))
+	repo, objects, err := openMirror(filepath.Join(r.dir, "git"))
 	if err != nil {
 		return fmt.Errorf("open the mirror of %s: %w", Redact(req.URL), err)
 	}
 	defer func() {
 		r.mu.Lock()
-		r.repo = repo
+		r.repo, r.objects = repo, objects
 		r.mu.Unlock()
 	}()
 	var spec config.RefSpec

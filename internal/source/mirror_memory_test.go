@@ -33,7 +33,9 @@ func manyFiles(count, size int) map[string]string {
 
 // An agent keeps its mirrors open for as long as it runs: what a
 // checkout decoded must not stay in memory with them (go-git's default
-// cache kept up to 96 MiB of objects per repository).
+// cache kept up to 96 MiB of objects per repository; a cache of 4 MiB,
+// full after every checkout, was held through a large Sync's first sync,
+// at its memory's peak).
 func TestAMirrorDoesNotKeepTheRepositoryItCheckedOutInMemory(t *testing.T) {
 	srv := testenv.NewGitServer(t)
 	repo := srv.NewRepo(t, "big")
@@ -62,8 +64,8 @@ func TestAMirrorDoesNotKeepTheRepositoryItCheckedOutInMemory(t *testing.T) {
 	tr.Release()
 	after := heapInUse()
 	runtime.KeepAlive(m)
-	const limit = 12 << 20
+	const limit = 1 << 20
 	if grew := int64(after) - int64(before); grew > limit {
-		t.Errorf("after a checkout of %d MiB of files the mirror holds %d MiB more heap, want at most %d MiB", files*size>>20, grew>>20, limit>>20)
+		t.Errorf("after a checkout of %d MiB of files the mirror holds %d KiB more heap, want at most %d KiB", files*size>>20, grew>>10, limit>>10)
 	}
 }

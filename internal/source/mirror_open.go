@@ -16,7 +16,10 @@ import (
 const mirrorObjectCache = 4 * cache.MiByte
 
 // openMirror opens the bare repository at gitDir, as git.PlainOpen does,
-// with an object cache of mirrorObjectCache.
-func openMirror(gitDir string) (*git.Repository, error) {
-	return git.Open(filesystem.NewStorage(osfs.New(gitDir), cache.NewObjectLRU(mirrorObjectCache)), nil)
+// with an object cache of mirrorObjectCache, which it returns too: a
+// checkout empties it once the tree is written (see Mirror.write).
+func openMirror(gitDir string) (*git.Repository, cache.Object, error) {
+	objects := cache.NewObjectLRU(mirrorObjectCache)
+	repo, err := git.Open(filesystem.NewStorage(osfs.New(gitDir), objects), nil)
+	return repo, objects, err
 }
