@@ -131,9 +131,10 @@ func yamlProblem(e string) error {
 // comments).
 type nodeComments struct{ before, after []sops.Comment }
 
-// commentsOf returns the comments of a value's node: its line comment
-// stood after the value, and is inline.
-func commentsOf(n *yaml.Node) nodeComments { return nodeCommentsOf(n, true) }
+// commentsOf returns the comments of a value's node. The line comment of
+// a scalar or alias stood after the value, and is inline; that of a
+// mapping or list stood before its first line, as one of its own.
+func commentsOf(n *yaml.Node) nodeComments { return nodeCommentsOf(n, leaf(n)) }
 
 // keyCommentsOf returns the comments of a key's node: its line comment
 // stood after the key, before the key's value, so the tree keeps it as a
@@ -154,19 +155,13 @@ func nodeCommentsOf(n *yaml.Node, lineInline bool) nodeComments {
 	return c
 }
 
-// around returns c around inner: c's before first, c's after last.
+// around returns c around inner: c's before first, c's after last. A
+// key's comments are around its value's, a document's around its
+// mapping's.
 func (c nodeComments) around(inner nodeComments) nodeComments {
 	return nodeComments{
 		before: append(append([]sops.Comment(nil), c.before...), inner.before...),
 		after:  append(append([]sops.Comment(nil), inner.after...), c.after...),
-	}
-}
-
-// then returns c followed by next: the befores, then the afters.
-func (c nodeComments) then(next nodeComments) nodeComments {
-	return nodeComments{
-		before: append(append([]sops.Comment(nil), c.before...), next.before...),
-		after:  append(append([]sops.Comment(nil), c.after...), next.after...),
 	}
 }
 
@@ -191,7 +186,7 @@ func yamlBranch(m *yaml.Node, own nodeComments) (sops.TreeBranch, error) {
 		pair := keyCommentsOf(k)
 		inner := nodeComments{}
 		if leaf(v) {
-			pair = pair.then(commentsOf(v))
+			pair = pair.around(commentsOf(v))
 		} else {
 			inner = commentsOf(v)
 		}
@@ -324,17 +319,26 @@ func (q *commentQueue) push(c sops.Comment) {
 	}
 }
 
-// place puts the queued comments on the next value: those above on
-// head (the container itself for its first value), the inline ones on
-// value's line.
+// place puts the queued comments on the next value: those above on head
+// (the container itself for its first value), above what head holds
+// already (a list item's own comments, written before the list's), and
+// the inline ones on value's line.
 func (q *commentQueue) place(head, value *yaml.Node) {
 	if len(q.above) > 0 {
-		head.HeadComment = strings.Join(q.above, "\n")
+		head.HeadComment = strings.Join(append(q.above, lines(head.HeadComment)...), "\n")
 	}
 	if len(q.inline) > 0 {
 		value.LineComment = strings.Join(q.inline, "\n")
 	}
 	*q = commentQueue{}
+}
+
+// lines returns a yaml.v3 comment's lines, none for "".
+func lines(comment string) []string {
+	if comment == "" {
+		return nil
+	}
+	return strings.Split(comment, "\n")
 }
 
 // flush puts what is left below last, or above container when it holds
