@@ -9,14 +9,13 @@ import (
 	"github.com/getsops/sops/v3/stores"
 )
 
-// The dotenv store reads and writes KEY=VALUE lines as the sops CLI
-// does: no quoting (a quote is part of the value), no trimming, a literal
-// \n in a value is a newline, a line that starts with # is a comment,
-// empty lines are dropped; the metadata is kept in sops_-prefixed keys.
-// It is written against the tests that compare it with SOPS's dotenv
-// store (store_test.go): the same tree for every file, the same bytes
-// for every tree.
-
+// dotenvStore reads and writes KEY=VALUE lines as the sops CLI does: no
+// quoting (a quote is part of the value), no trimming, a literal \n in a
+// value is a newline, a line that starts with # is a comment, empty lines
+// are dropped; the metadata is kept in sops_-prefixed keys. It is written
+// against the tests that compare it with SOPS's dotenv store
+// (store_test.go): the same tree for every file, the same bytes for every
+// tree.
 func dotenvStore() *fileStore {
 	c := codec{read: readDotenv, write: writeDotenv}
 	return &fileStore{name: "dotenv", plain: c, encrypted: c,

@@ -12,17 +12,15 @@ import (
 	"gopkg.in/ini.v1"
 )
 
-// The INI store reads an INI file with the INI library the sops CLI uses
+// iniStore reads an INI file with the INI library the sops CLI uses
 // (gopkg.in/ini.v1), so that sections, quoting, continuation lines and
 // comments read as the CLI reads them, into one branch of one item per
-// section; and writes the tree back through the same library. It is
-// written against the tests that compare it with SOPS's INI store
+// section, and writes the tree back through the same library: each
+// section is a mapping of strings, its comment first, a key's comment
+// after the key; the metadata is a [sops] section of flattened keys. It
+// is written against the tests that compare it with SOPS's INI store
 // (store_test.go): the same tree for every file, the same bytes for
 // every tree.
-
-// iniStore reads and writes INI files: each section is a mapping of
-// strings, its comment first, a key's comment after the key; the
-// metadata is a [sops] section of flattened keys.
 func iniStore() *fileStore {
 	c := codec{read: readINI, write: writeINI}
 	return &fileStore{name: "ini", plain: c, encrypted: c,

@@ -12,16 +12,15 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The YAML store reads a stream of YAML documents, each a mapping, into
-// one branch per document, with the comments yaml.v3 attaches to nodes as
-// items of the tree, and writes the tree back with yaml.v3, indented by 4
-// as the sops CLI writes it. It is written against the tests that compare
-// it with SOPS's YAML store (store_test.go): the same tree for every file,
-// the same bytes for every tree.
-
 // yamlIndent is the indentation the sops CLI writes YAML with.
 const yamlIndent = 4
 
+// yamlStore reads a stream of YAML documents, each a mapping, into one
+// branch per document, the comments yaml.v3 attaches to nodes as items of
+// the tree, and writes the tree back with yaml.v3, indented by 4 as the
+// sops CLI writes it. It is written against the tests that compare it
+// with SOPS's YAML store (store_test.go): the same tree for every file,
+// the same bytes for every tree.
 func yamlStore() *fileStore {
 	c := codec{read: readYAML, write: writeYAML}
 	return &fileStore{name: "yaml", plain: c, encrypted: c,
@@ -102,10 +101,33 @@ func checkYAMLMapping(doc *yaml.Node) error {
 			problems = append(problems, yamlProblem(e))
 		}
 		return errors.Join(problems...)
-	case strings.ContainsAny(err.Error(), "`'\"") || strings.Contains(err.Error(), "invalid map key"):
+	}
+	if bad := scalarThatDoesNotDecode(doc); bad != nil {
+		return fmt.Errorf("line %d: a value does not fit its tag %s", bad.Line, bad.ShortTag())
+	}
+	if strings.ContainsAny(err.Error(), "`'\"") || strings.Contains(err.Error(), "invalid map key") {
 		return errors.New("the document cannot be read as a mapping of string keys")
 	}
 	return err
+}
+
+// scalarThatDoesNotDecode returns the first scalar under n that yaml.v3
+// cannot decode (a value its tag does not fit: !!int abc, !!binary
+// that is not base64), or nil. Aliases are not followed: their targets
+// are under n too.
+func scalarThatDoesNotDecode(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.ScalarNode {
+		var v any
+		if n.Decode(&v) != nil {
+			return n
+		}
+	}
+	for _, c := range n.Content {
+		if bad := scalarThatDoesNotDecode(c); bad != nil {
+			return bad
+		}
+	}
+	return nil
 }
 
 // yamlProblem rewrites one of yaml.v3's "line N: …" type errors, which
