@@ -48,13 +48,12 @@ func readYAML(in []byte) (sops.TreeBranches, error) {
 	for n := 1; ; n++ {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) && n > 1 {
-			return branches, nil
-		}
-		if errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, io.EOF) && n == 1:
 			return nil, errors.New("the file holds no YAML document, only comments or blank lines")
-		}
-		if err != nil {
+		case errors.Is(err, io.EOF):
+			return branches, nil
+		case err != nil:
 			return nil, fmt.Errorf("invalid YAML: %w", err)
 		}
 		branch, err := yamlDocument(&doc)
