@@ -72,15 +72,18 @@ func yamlDocument(doc *yaml.Node) (sops.TreeBranch, error) {
 	case top.Kind == yaml.SequenceNode:
 		return nil, errors.New("a document that is a list is not supported: SOPS reads mappings")
 	case top.Kind == yaml.ScalarNode && top.ShortTag() == "!!null":
-		top = &yaml.Node{Kind: yaml.MappingNode}
+		// An empty document is an empty mapping, with the comments
+		// above and on its null (not those below it, as the sops CLI).
+		own := nodeCommentsOf(top, false)
+		own.after = nil
+		return yamlBranch(&yaml.Node{Kind: yaml.MappingNode}, commentsOf(doc).around(own))
 	case top.Kind != yaml.MappingNode:
 		return nil, errors.New("a document that is a single value is not supported: SOPS reads mappings")
 	}
 	if err := checkYAMLMapping(doc); err != nil {
 		return nil, err
 	}
-	around := commentsOf(doc).around(commentsOf(top))
-	return yamlBranch(top, around)
+	return yamlBranch(top, commentsOf(doc).around(commentsOf(top)))
 }
 
 // checkYAMLMapping decodes doc as a mapping of string keys, which is what
