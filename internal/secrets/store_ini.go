@@ -111,9 +111,9 @@ func writeINI(branches sops.TreeBranches) ([]byte, error) {
 		if !ok {
 			return nil, errors.New("an INI file holds sections of keys, not values at its top level")
 		}
-		sec := defaultSection
-		if name == ini.DefaultSection && sec != nil {
-			defaultSection = nil
+		var sec *ini.Section
+		if name == ini.DefaultSection && defaultSection != nil {
+			sec, defaultSection = defaultSection, nil
 		} else if sec, err = f.NewSection(name); err != nil {
 			return nil, fmt.Errorf("section %s: %w", name, err)
 		}
