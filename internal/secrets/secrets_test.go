@@ -149,3 +149,34 @@ func TestDecryptWithoutSharedKeyListsWhatTheSecretHolds(t *testing.T) {
 		t.Error("wrapped error shows key material")
 	}
 }
+
+// A file `driftless secret encrypt` cannot read is named with the line
+// and what is wrong there, never with a value of the file: the error is
+// printed, and the file is about to be encrypted because it holds secrets.
+func TestAFileThatCannotBeReadIsNamedByLineNotByValue(t *testing.T) {
+	const secret = "marker-s3cr3t-value"
+	for _, tc := range []struct{ name, file, plain, line string }{
+		{"a YAML value its tag does not fit", "a.yaml", "kind: Secret\npassword: !!int " + secret + "\n", "line 2"},
+		{"a YAML value its tag does not fit in a later document", "a.yaml", "a: 1\n---\nb: 2\npassword: !!bool " + secret + "\n", "line 4"},
+		{"a YAML key that is a list", "a.yaml", "a: 1\n[" + secret + "]: x\n", "line 2"},
+		{"a YAML merge of a value", "a.yaml", "a: 1\nb:\n  <<: " + secret + "\n", ""},
+		{"a YAML document that is a value", "a.yaml", secret + "\n", ""},
+		{"an INI line without =", "a.ini", "[db]\nuser = admin\npassword " + secret + "\n", "line 3"},
+		{"an INI section never closed", "a.ini", "[db]\nuser = admin\n[" + secret + "\n", "line 3"},
+		{"a dotenv line without =", "a.env", "USER=admin\nPASSWORD " + secret + "\n", "line 2"},
+		{"a JSON number out of range", "a.json", "{\n\t\"user\": \"admin\",\n\t\"pin\": 1" + strings.Repeat("0", 400) + "\n}", "line 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := secrets.Encrypt(tc.file, []byte(tc.plain), secrets.Rule{Recipients: []string{"age1unused"}})
+			if err == nil {
+				t.Fatal("Encrypt read it")
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), secret[:6]) {
+				t.Errorf("the error quotes the file's value: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.line) {
+				t.Errorf("the error %q does not say %q", err, tc.line)
+			}
+		})
+	}
+}

@@ -12,11 +12,15 @@ import (
 	"gopkg.in/ini.v1"
 )
 
-// iniStore reads and writes INI files with the INI library the sops CLI
-// uses, so that sections, quoting and comments read as the CLI reads
-// them: each section is a mapping of strings, its comment first, a key's
-// comment after the key; the metadata is a [sops] section of flattened
-// keys.
+// iniStore reads an INI file with the INI library the sops CLI uses
+// (gopkg.in/ini.v1), so that sections, quoting, continuation lines and
+// comments read as the CLI reads them, into one branch of one item per
+// section, and writes the tree back through the same library: each
+// section is a mapping of strings, its comment first, a key's comment
+// after the key; the metadata is a [sops] section of flattened keys. It
+// is written against the tests that compare it with SOPS's INI store
+// (store_test.go): the same tree for every file, the same bytes for
+// every tree.
 func iniStore() *fileStore {
 	c := codec{read: readINI, write: writeINI}
 	return &fileStore{name: "ini", plain: c, encrypted: c,
@@ -32,82 +36,89 @@ func iniStore() *fileStore {
 // iniOptions are the sops CLI's: a section may appear twice.
 var iniOptions = ini.LoadOptions{AllowNonUniqueSections: true}
 
+// readINI returns the sections of the file in its order, the library's
+// DEFAULT section (keys before any section) first. A key given twice in
+// a section keeps its last value.
 func readINI(in []byte) (sops.TreeBranches, error) {
 	f, err := ini.LoadSources(iniOptions, in)
 	if err != nil {
-		return nil, fmt.Errorf("invalid INI: %w", err)
+		return nil, iniError(in, err)
 	}
-	branch := sops.TreeBranch{}
-	for _, section := range f.Sections() {
-		items := sops.TreeBranch{}
-		if section.Comment != "" {
-			items = append(items, sops.TreeItem{Key: sops.Comment{Value: iniComment(section.Comment)}})
+	sections := make(sops.TreeBranch, 0, len(f.Sections()))
+	for _, sec := range f.Sections() {
+		var keys sops.TreeBranch
+		if sec.Comment != "" {
+			keys = append(keys, sops.TreeItem{Key: sops.Comment{Value: iniCommentText(sec.Comment)}})
 		}
-		for _, key := range section.Keys() {
-			items = append(items, sops.TreeItem{Key: key.Name(), Value: key.Value()})
-			if key.Comment != "" {
-				items = append(items, sops.TreeItem{Key: sops.Comment{Value: iniComment(key.Comment)}})
+		for _, k := range sec.Keys() {
+			keys = append(keys, sops.TreeItem{Key: k.Name(), Value: k.Value()})
+			if k.Comment != "" {
+				keys = append(keys, sops.TreeItem{Key: sops.Comment{Value: iniCommentText(k.Comment)}})
 			}
 		}
-		branch = append(branch, sops.TreeItem{Key: section.Name(), Value: items})
+		sections = append(sections, sops.TreeItem{Key: sec.Name(), Value: keys})
 	}
-	return sops.TreeBranches{branch}, nil
+	return sops.TreeBranches{sections}, nil
 }
 
-// iniComment is a comment as the tree keeps it: without the ; or # and
-// the spaces that start it.
-func iniComment(c string) string {
-	switch {
-	case strings.HasPrefix(c, ";"):
-		return strings.TrimLeft(c, "; ")
-	case strings.HasPrefix(c, "#"):
-		return strings.TrimLeft(c, "# ")
+// iniCommentText is a comment as the tree keeps it: without its leading
+// run of ; or # and the spaces after it. The library puts the comment
+// character back when it writes the file.
+func iniCommentText(c string) string {
+	if c[0] == ';' || c[0] == '#' {
+		c = strings.TrimLeft(c, c[:1])
 	}
-	return c
+	return strings.TrimLeft(c, " ")
 }
 
-// writeINI writes each item of the tree as a section. A section's first
-// comment is the section's; a later comment belongs to the key before it
-// (a key keeps one, the last).
+// iniError returns the library's error without the line it quotes, which
+// may hold a value: what was wrong (the library's words before the
+// quote) and the number of the line.
+func iniError(in []byte, err error) error {
+	what, quoted, found := strings.Cut(err.Error(), ": ")
+	if !found {
+		return fmt.Errorf("invalid INI: %s", what)
+	}
+	for i, line := range strings.Split(string(in), "\n") {
+		if line = strings.TrimSpace(line); line != "" && strings.Contains(quoted, line) {
+			return fmt.Errorf("invalid INI: line %d: %s", i+1, what)
+		}
+	}
+	return fmt.Errorf("invalid INI: %s", what)
+}
+
+// writeINI writes the sections of the one branch in their order. The
+// library's file starts with its DEFAULT section (written without a
+// header, and not at all when empty): the first DEFAULT of the tree
+// fills it, a later one is a section of its own. In a section, a comment
+// before the first key is the section's; a comment after a key is that
+// key's (a key keeps one: the last).
 func writeINI(branches sops.TreeBranches) ([]byte, error) {
+	if len(branches) != 1 {
+		return nil, errOneBranch
+	}
 	f := ini.Empty(iniOptions)
-	f.DeleteSection(ini.DefaultSection)
-	for _, branch := range branches {
-		for _, item := range branch {
-			if _, ok := item.Key.(sops.Comment); ok {
-				continue
-			}
-			name, err := stringKey(item)
-			if err != nil {
-				return nil, err
-			}
-			section, err := f.NewSection(name)
-			if err != nil {
-				return nil, fmt.Errorf("section %s: %w", name, err)
-			}
-			items, ok := item.Value.(sops.TreeBranch)
-			if !ok {
-				return nil, errors.New("an INI file holds sections of keys, not values at its top level")
-			}
-			var last *ini.Key
-			for i, kv := range items {
-				if c, ok := kv.Key.(sops.Comment); ok {
-					switch {
-					case i == 0:
-						section.Comment = c.Value
-					case last != nil:
-						last.Comment = c.Value
-					}
-					continue
-				}
-				name, err := stringKey(kv)
-				if err != nil {
-					return nil, err
-				}
-				if last, err = section.NewKey(name, stores.ValToString(kv.Value)); err != nil {
-					return nil, fmt.Errorf("key %s: %w", name, err)
-				}
-			}
+	defaultSection := f.Section(ini.DefaultSection)
+	for _, item := range branches[0] {
+		if _, ok := item.Key.(sops.Comment); ok {
+			continue
+		}
+		name, err := stringKey(item)
+		if err != nil {
+			return nil, err
+		}
+		keys, ok := item.Value.(sops.TreeBranch)
+		if !ok {
+			return nil, errors.New("an INI file holds sections of keys, not values at its top level")
+		}
+		var sec *ini.Section
+		if name == ini.DefaultSection && defaultSection != nil {
+			sec, defaultSection = defaultSection, nil
+		} else if sec, err = f.NewSection(name); err != nil {
+			return nil, fmt.Errorf("section %s: %w", name, err)
+		}
+		if err := writeINIKeys(sec, keys); err != nil {
+			return nil, fmt.Errorf("section %s: %w", name, err)
 		}
 	}
 	var b bytes.Buffer
@@ -115,4 +126,26 @@ func writeINI(branches sops.TreeBranches) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+func writeINIKeys(sec *ini.Section, keys sops.TreeBranch) error {
+	var last *ini.Key
+	for _, item := range keys {
+		if c, ok := item.Key.(sops.Comment); ok {
+			if last == nil {
+				sec.Comment = c.Value
+			} else {
+				last.Comment = c.Value
+			}
+			continue
+		}
+		key, err := stringKey(item)
+		if err != nil {
+			return err
+		}
+		if last, err = sec.NewKey(key, fmt.Sprint(item.Value)); err != nil {
+			return fmt.Errorf("key %s: %w", key, err)
+		}
+	}
+	return nil
 }

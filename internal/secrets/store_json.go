@@ -74,7 +74,7 @@ func readJSON(in []byte) (sops.TreeBranches, error) {
 	}
 	branch, err := readJSONObject(dec)
 	if err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
+		return nil, fmt.Errorf("invalid JSON: line %d: %w", lineAt(in, dec.InputOffset()), err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("invalid JSON: more than one value: SOPS reads one object")
@@ -124,9 +124,19 @@ func readJSONValue(dec *json.Decoder) (any, error) {
 		if i, err := tok.Int64(); err == nil {
 			return int(i), nil
 		}
-		return tok.Float64()
+		f, err := tok.Float64()
+		if err != nil {
+			// strconv's error quotes the number.
+			return nil, errors.New("a number beyond the range of a 64-bit float")
+		}
+		return f, nil
 	}
 	return tok, nil
+}
+
+// lineAt returns the number of the line of in that offset is on.
+func lineAt(in []byte, offset int64) int {
+	return bytes.Count(in[:min(offset, int64(len(in)))], []byte("\n")) + 1
 }
 
 // writeJSON writes the one branch of a JSON file, indented with tabs as

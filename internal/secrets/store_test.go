@@ -193,6 +193,7 @@ func TestStoresReadEdgeCasesAsSopsDoes(t *testing.T) {
 		{"a YAML file of one empty line", YAML, "\n"},
 		{"a YAML file of only a comment", YAML, "# nothing here\n"},
 		{"an empty YAML document", YAML, "---\n"},
+		{"YAML comments around an empty document", YAML, "a: 1\n--- # c\n~ # d\n# e\n---\nb: 2\n"},
 		{"empty YAML documents between others", YAML, "a: 1\n---\n---\n# c\nb: 2\n"},
 		{"a YAML document with a document-start comment", YAML, "--- # start\na: 1\n...\n"},
 		{"a YAML key twice", YAML, "a: 1\na: 2\n"},
