@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,14 +63,29 @@ func install(ctx context.Context, c client.Client, o Options) error {
 	return nil
 }
 
-// installCRD applies def and waits until it is Established.
+// installCRD applies def and waits until it is Established and its kind
+// is served: discovery, which the agent's clients map kinds with, lists
+// a new CRD's kind a moment after it is Established, and a controller
+// set up before that (the agent's next step) fails to start with "no
+// matches for kind".
 func installCRD(ctx context.Context, c client.Client, def *apiextensionsv1.CustomResourceDefinition) error {
 	def.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
 	kind := def.Spec.Names.Kind
 	if err := applyTyped(ctx, c, def); err != nil {
 		return fmt.Errorf("install the %s CRD: %w", kind, err)
 	}
-	return crd.WaitEstablished(ctx, c, def.Name)
+	if err := crd.WaitEstablished(ctx, c, def.Name); err != nil {
+		return err
+	}
+	gk := schema.GroupKind{Group: def.Spec.Group, Kind: kind}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		_, err := c.RESTMapper().RESTMapping(gk)
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the %s CRD is Established but the API server does not serve its kind: %w", kind, err)
+	}
+	return nil
 }
 
 func rootSync(o Options) *v1alpha1.Sync {
