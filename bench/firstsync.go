@@ -46,6 +46,13 @@ type firstSync struct {
 	InFlight            float64 `json:"driftless_mean_in_flight"`
 	UnthrottledInFlight float64 `json:"driftless_unthrottled_mean_in_flight,omitempty"`
 	AgentCPU            float64 `json:"driftless_cpu_s"`
+	// APIServerCPU and EtcdCPU are the control plane's CPU time over the
+	// last driftless first sync, and ValidatedAPIServerCPU the API
+	// server's over the last validated floor: counts the load of other
+	// processes moves less than times.
+	APIServerCPU          float64 `json:"driftless_apiserver_cpu_s"`
+	EtcdCPU               float64 `json:"driftless_etcd_cpu_s"`
+	ValidatedAPIServerCPU float64 `json:"floor_validated_apiserver_cpu_s"`
 	// Latency is the time in flight of driftless's requests by verb and
 	// status code, over its whole first sync.
 	Latency            map[string]string `json:"driftless_request_latency"`
@@ -94,13 +101,20 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 			r.Floor.add(d)
 			r.Requests["floor"] = summarize(srv)
 		}
+		before, err := b.shardsCPU(nil)
+		if err != nil {
+			return nil, err
+		}
 		d, srv, err := b.serverCounted(ctx, func() (time.Duration, error) {
 			return floorApply(ctx, b.env.Config, newWorkload(fmt.Sprintf("v%d", rep), b.apps), best, true)
 		})
 		if err != nil {
 			return nil, err
 		}
-		step("floor with a dry-run of everything first, concurrency %d: %.2f s", best, d.Seconds())
+		if after, err := b.shardsCPU(nil); err == nil {
+			r.ValidatedAPIServerCPU = after.APIServer - before.APIServer
+		}
+		step("floor with a dry-run of everything first, concurrency %d: %.2f s (kube-apiserver CPU %.2f s)", best, d.Seconds(), r.ValidatedAPIServerCPU)
 		r.Validated.add(d)
 		r.Requests["floor-validated"] = summarize(srv)
 
@@ -148,7 +162,8 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 			r.Failed = fmt.Sprintf("failed after %s: %s", secs(run.wall.Seconds()), run.failed.short())
 			step("driftless, %s: %s; not repeated", b.o.limits.name, r.Failed)
 		} else {
-			step("driftless, %s: %.2f s (engine %.2f s)", b.o.limits.name, run.wall.Seconds(), run.engine.Seconds())
+			step("driftless, %s: %.2f s (engine %.2f s; CPU: this process %.2f s, kube-apiserver %.2f s, etcd %.2f s)", b.o.limits.name,
+				run.wall.Seconds(), run.engine.Seconds(), run.cpu.self.Seconds(), run.control.APIServer, run.control.Etcd)
 			r.Driftless.add(run.wall)
 			r.Engine.add(run.engine)
 		}
@@ -156,6 +171,7 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 		r.DriftlessOwn = summarize(run.requests)
 		r.InFlight = run.busy.Seconds() / run.wall.Seconds()
 		r.AgentCPU = run.cpu.self.Seconds()
+		r.APIServerCPU, r.EtcdCPU = run.control.APIServer, run.control.Etcd
 		r.Latency = run.latency
 		if run.wallProfile != nil {
 			r.WallProfile = run.wallProfile

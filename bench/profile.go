@@ -89,6 +89,7 @@ func (s *wallSampler) run() {
 // name it gives them.
 var followed = []struct{ frame, name string }{
 	{"controller.(*SyncReconciler).sync(", "sync"},
+	{"controller.(*SyncReconciler).reconcile(", "reconcile"},
 	{"controller.(*DriftReconciler).Reconcile(", "drift"},
 }
 

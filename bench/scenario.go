@@ -177,8 +177,10 @@ type driftlessRun struct {
 	server       requestCounts
 	busy         time.Duration
 	cpu          cpu
-	wallProfile  *wallProfile
-	latency      map[string]string
+	// control is the CPU time of kube-apiserver and etcd over the sync.
+	control     shardsCPU
+	wallProfile *wallProfile
+	latency     map[string]string
 	// failed is set when the Sync failed instead of becoming Ready;
 	// wall is then the time until it failed.
 	failed *syncFailure
@@ -238,6 +240,10 @@ func (b *bench) driftlessFirstSync(ctx context.Context, prefix string, limits cl
 	}
 	reqBefore, busyBefore := a.requests.snapshot()
 	cpuBefore := readCPU()
+	controlBefore, err := b.shardsCPU(nil)
+	if err != nil {
+		return nil, nil, errors.Join(err, a.stop())
+	}
 	start := time.Now()
 	if err := b.admin.Create(ctx, newSync(name, repo.url(), b.o.interval, b.o.syncTimeout)); err != nil {
 		return nil, nil, errors.Join(err, a.stop())
@@ -248,6 +254,9 @@ func (b *bench) driftlessFirstSync(ctx context.Context, prefix string, limits cl
 		return nil, nil, errors.Join(err, a.stop())
 	}
 	run := &driftlessRun{wall: at.Sub(start), cpu: readCPU().minus(cpuBefore), failed: failure}
+	if control, err := b.shardsCPU(nil); err == nil {
+		run.control = shardsCPU{APIServer: control.APIServer - controlBefore.APIServer, Etcd: control.Etcd - controlBefore.Etcd}
+	}
 	stopCPU()
 	if sampler != nil {
 		p := sampler.finish()

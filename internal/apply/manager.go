@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,11 +38,12 @@ type Options struct {
 	// there.
 	BeforeWrite func(context.Context) error
 	// Written, when set, is told of every object written: its kind,
-	// namespace and name, and the UID, resourceVersion and generation the
-	// API server returned for this write (nothing else of the object):
-	// the agent recognises its own writes by it (drift.Writes). It must
-	// be safe for concurrent use and must not keep obj.
-	Written func(obj *unstructured.Unstructured)
+	// namespace and name, and the metadata the API server returned for
+	// this write (UID, resourceVersion, generation, managedFields; not the
+	// object's body): the agent recognises its own writes by it
+	// (drift.Writes), and marks the state it wrote (drift.LiveMark). It
+	// must be safe for concurrent use and must not keep obj.
+	Written func(obj *metav1.PartialObjectMetadata)
 	// Found, when set, is told of every object a comparison found equal
 	// to its desired form (Unchanged), as it was read from the cluster:
 	// with Written, every object this Apply verified, and the state it

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,12 +55,12 @@ func TestObjectsWrittenIntoANewNamespaceAreNotSentBackByTheAPIServer(t *testing.
 	const size = 64 << 10
 	value := strings.Repeat("x", size)
 	var mu sync.Mutex
-	written := map[string]*unstructured.Unstructured{}
+	written := map[string]*metav1.PartialObjectMetadata{}
 	m := newManagerWith(cl, ns, func(o *apply.Options) {
-		o.Written = func(obj *unstructured.Unstructured) {
+		o.Written = func(obj *metav1.PartialObjectMetadata) {
 			mu.Lock()
 			defer mu.Unlock()
-			written[obj.GetKind()+"/"+obj.GetName()] = obj.DeepCopy()
+			written[obj.Kind+"/"+obj.GetName()] = obj.DeepCopy()
 		}
 	})
 	p := planOf(
@@ -83,4 +84,23 @@ func TestObjectsWrittenIntoANewNamespaceAreNotSentBackByTheAPIServer(t *testing.
 	if got == nil || got.GetUID() != live.GetUID() || got.GetResourceVersion() != live.GetResourceVersion() || got.GetNamespace() != newNS {
 		t.Errorf("Written was told %v, want the UID %s and resourceVersion %s of ConfigMap %s/big", got, live.GetUID(), live.GetResourceVersion(), newNS)
 	}
+	// And the fields this write left, which the agent marks the state it
+	// wrote by (drift.LiveMark) without waiting for its watch.
+	if got != nil && !sameFieldSets(got.ManagedFields, live.GetManagedFields()) {
+		t.Errorf("Written was told the managedFields %v, want those of the ConfigMap in the cluster, %v", got.ManagedFields, live.GetManagedFields())
+	}
+}
+
+// sameFieldSets reports whether a and b list the same managers' field sets.
+func sameFieldSets(a, b []metav1.ManagedFieldsEntry) bool {
+	if len(a) == 0 || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Manager != b[i].Manager || a[i].Operation != b[i].Operation ||
+			a[i].FieldsV1 == nil || b[i].FieldsV1 == nil || string(a[i].FieldsV1.GetRawBytes()) != string(b[i].FieldsV1.GetRawBytes()) {
+			return false
+		}
+	}
+	return true
 }

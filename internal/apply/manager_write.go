@@ -196,19 +196,18 @@ func (m *Manager) writeOne(ctx context.Context, r checked) error {
 		return err
 	}
 	if m.opts.Written != nil {
-		m.opts.Written(answer) // the server's answer: this write's resourceVersion
+		m.opts.Written(answer) // the server's answer: this write's resourceVersion and managedFields
 	}
 	return nil
 }
 
 // applyForMetadata server-side applies obj (a dry run with
-// client.DryRunAll in opts) and returns what the API server answered of it
-// as an object of obj's kind, namespace and name that holds only its UID,
-// resourceVersion and generation: the server sends only the metadata,
-// and obj is neither copied nor changed. A write needs no more of the
-// answer; the API server validates and admits the whole object either
-// way.
-func (m *Manager) applyForMetadata(ctx context.Context, obj *unstructured.Unstructured, opts ...client.PatchOption) (*unstructured.Unstructured, error) {
+// client.DryRunAll in opts) and returns the API server's answer: obj's
+// kind, namespace and name, and the metadata the server sent (UID,
+// resourceVersion, generation, managedFields…), not the object's body.
+// obj is neither copied nor changed. A write needs no more of the answer;
+// the API server validates and admits the whole object either way.
+func (m *Manager) applyForMetadata(ctx context.Context, obj *unstructured.Unstructured, opts ...client.PatchOption) (*metav1.PartialObjectMetadata, error) {
 	data, err := obj.MarshalJSON()
 	if err != nil {
 		return nil, &invalidObjectError{err: err}
@@ -221,14 +220,8 @@ func (m *Manager) applyForMetadata(ctx context.Context, obj *unstructured.Unstru
 	if err := m.client.Patch(ctx, answer, client.RawPatch(types.ApplyPatchType, data), opts...); err != nil {
 		return nil, err
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetGroupVersionKind(obj.GroupVersionKind())
-	u.SetNamespace(answer.GetNamespace())
-	u.SetName(answer.GetName())
-	u.SetUID(answer.GetUID())
-	u.SetResourceVersion(answer.GetResourceVersion())
-	u.SetGeneration(answer.GetGeneration())
-	return u, nil
+	answer.SetGroupVersionKind(obj.GroupVersionKind())
+	return answer, nil
 }
 
 func (m *Manager) deleteAndWait(ctx context.Context, obj *unstructured.Unstructured) error {

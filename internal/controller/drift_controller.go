@@ -186,7 +186,7 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	if idErr != nil {
 		return ctrl.Result{}, nil // the Sync is stalled and says why
 	}
-	opts.Written = func(obj *unstructured.Unstructured) { r.Store.Writes().Wrote(obj.GetUID(), obj.GetResourceVersion()) }
+	opts.Written = func(obj *metav1.PartialObjectMetadata) { r.Store.Writes().Wrote(obj.UID, obj.ResourceVersion) }
 	change, err := apply.NewManager(id.client, opts).ApplyOne(ctx, step)
 	secrets := check.Secrets()
 	release()

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -466,10 +465,13 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	byID := w.Rendered()
 	in := engine.Input{Sync: s, Objects: objects, Inventory: previous, DryRun: o.dryRun}
 	total := len(objects)
+	ahead := kindsAhead(objects, previous)
 	objects = nil
 	same := sameAsApplied(w, byID)
 	storedEntries, _ := r.Store.Inventory(key, s.UID)
 	var checked verified
+	// watching is closed once the watches started ahead have listed.
+	var watching <-chan struct{}
 	fromDigests := false
 	if !o.dryRun {
 		in.Known = r.knownUnchanged(s, same, marked)
@@ -483,12 +485,24 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		// in the cluster is a drift this sync puts back: keep what it
 		// was, to say so.
 		in.Keep = same
-		in.Written = func(obj *unstructured.Unstructured) {
-			r.Store.Writes().Wrote(obj.GetUID(), obj.GetResourceVersion())
-			checked.add(obj)
+		in.Written = func(obj *metav1.PartialObjectMetadata) {
+			r.Store.Writes().Wrote(obj.UID, obj.ResourceVersion)
+			checked.wrote(obj)
 		}
-		in.Found = checked.add
-		in.BeforeWrite = func(ctx context.Context) error { return finalizer.wait(ctx, s) }
+		in.Found = checked.found
+		in.BeforeWrite = func(ctx context.Context) error {
+			if err := finalizer.wait(ctx, s); err != nil {
+				return err
+			}
+			// The drift watches of the kinds this sync may write start
+			// while it writes, not after: a new kind's first list is
+			// off the first sync's path. A watch that lists before an
+			// object is written sees the write as its event, which the
+			// drift check recognises as the agent's own (Writes, the
+			// gate) as it does every write of a watched kind.
+			watching = watchAhead(ctx, r.watchesOf(s), key, ahead, o.started)
+			return nil
+		}
 		in.Record = func(ctx context.Context, entries []plan.Entry) error { return r.recordInventory(ctx, s, entries) }
 	}
 	o.compared = in.Known == nil
@@ -511,6 +525,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		},
 	}
 	res := engine.Run(ctx, tgt.id.client, in)
+	if watching != nil {
+		<-watching // the Ensure below says what did not start
+	}
 	res.Reason, res.Err = tgt.unreachable(res.Reason, res.Err)
 	o.changes, o.inventory = res.Changes, res.Inventory
 	if !o.dryRun {
@@ -808,6 +825,50 @@ func kindsOf(inv []plan.Entry) []schema.GroupVersionKind {
 		}
 	}
 	return out
+}
+
+// kindsAhead returns the kinds whose drift watches a sync of objects over
+// the inventory previous starts before it writes (watchAhead): every kind
+// of previous (held already: the sync does not let go of them while it
+// writes), and every kind of objects but those a CustomResourceDefinition
+// of objects defines, which the API server may not serve before the sync
+// writes it (a watch that cannot list is refused, and not tried again for
+// a while).
+func kindsAhead(objects []render.Object, previous []plan.Entry) []schema.GroupVersionKind {
+	defined := map[schema.GroupKind]bool{}
+	for _, o := range objects {
+		if !o.Defines.Empty() {
+			defined[o.Defines] = true
+		}
+	}
+	out := kindsOf(previous)
+	seen := make(map[schema.GroupVersionKind]bool, len(out))
+	for _, gvk := range out {
+		seen[gvk] = true
+	}
+	for _, o := range objects {
+		if !seen[o.GVK] && !defined[o.GVK.GroupKind()] {
+			seen[o.GVK] = true
+			out = append(out, o.GVK)
+		}
+	}
+	return out
+}
+
+// watchAhead starts the drift watches of kinds for the Sync key (w.Ensure)
+// in the background and returns what is closed once they have listed, or
+// failed to: the caller waits for it before it ensures its watches again,
+// which reports what did not start. Nil when w is nil or kinds empty.
+func watchAhead(ctx context.Context, w watcher, key client.ObjectKey, kinds []schema.GroupVersionKind, since time.Time) <-chan struct{} {
+	if w == nil || len(kinds) == 0 {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = w.Ensure(ctx, key, kinds, since)
+	}()
+	return done
 }
 
 // desiredObjects returns the rendered objects of revision, from the Store

@@ -57,27 +57,49 @@ func (r *SyncReconciler) metadataOf(s *v1alpha1.Sync) metadataReader {
 }
 
 // verified collects, during one sync, the objects it verified — wrote,
-// or found equal to their desired form — and the resourceVersion of the
-// state it verified. Safe for concurrent use (apply.Options.Written and
-// Found).
+// or found equal to their desired form — and the state it verified: the
+// resourceVersion, and for a write the live mark of what the write
+// returned. Safe for concurrent use (apply.Options.Written and Found).
 type verified struct {
-	mu sync.Mutex
-	rv map[plan.ID]string
+	mu    sync.Mutex
+	state map[plan.ID]verifiedState
 }
 
-func (v *verified) add(obj *unstructured.Unstructured) {
+// verifiedState is the state of one object a sync verified: its
+// resourceVersion, and its live mark when the sync knows it from its own
+// write (marked).
+type verifiedState struct {
+	rv     string
+	mark   [8]byte
+	marked bool
+}
+
+// wrote records an object the sync wrote, from the write's answer.
+func (v *verified) wrote(answer *metav1.PartialObjectMetadata) {
+	gvk := answer.GroupVersionKind()
+	id := plan.ID{Group: gvk.Group, Kind: gvk.Kind, Namespace: answer.Namespace, Name: answer.Name}
+	v.set(id, verifiedState{rv: answer.ResourceVersion, mark: drift.LiveMark(answer), marked: true})
+}
+
+// found records an object the sync found equal to its desired form, as
+// it was read.
+func (v *verified) found(obj *unstructured.Unstructured) {
+	v.set(plan.IDOf(obj), verifiedState{rv: obj.GetResourceVersion()})
+}
+
+func (v *verified) set(id plan.ID, st verifiedState) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.rv == nil {
-		v.rv = map[plan.ID]string{}
+	if v.state == nil {
+		v.state = map[plan.ID]verifiedState{}
 	}
-	v.rv[plan.IDOf(obj)] = obj.GetResourceVersion()
+	v.state[id] = st
 }
 
-func (v *verified) get() map[plan.ID]string {
+func (v *verified) get() map[plan.ID]verifiedState {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.rv
+	return v.state
 }
 
 // holdsSecrets reports whether o's desired form holds values from a
@@ -150,16 +172,19 @@ func (r *SyncReconciler) mayTrustDigests(s *v1alpha1.Sync) bool {
 
 // nextDigests returns the digests to record for entries after a sync: for
 // an object the sync verified (v), its render's digest and the mark of
-// the state it verified, read from the drift watches' cache once that
-// holds the verified resourceVersion (else nothing: the cache has not
-// seen the write yet, or someone wrote since); for an object it did not
-// verify, what previous recorded (still true of the state it was made
-// from); nothing for the rest.
-func nextDigests(ctx context.Context, entries []plan.Entry, previous inventory.Digests, v map[plan.ID]string,
+// the state it verified — from its own write's answer when it wrote the
+// object, else read from the drift watches' cache once that holds the
+// verified resourceVersion (else nothing: the cache has not seen that
+// state yet, or someone wrote since) —; for an object it did not verify,
+// what previous recorded (still true of the state it was made from);
+// nothing for the rest. Only objects found equal wait for nothing but the
+// cache: the digests of a first sync, which writes every object, need no
+// watch.
+func nextDigests(ctx context.Context, entries []plan.Entry, previous inventory.Digests, v map[plan.ID]verifiedState,
 	byID map[plan.ID]render.Object, reader metadataReader) inventory.Digests {
 	out := make(inventory.Digests, len(entries))
 	for _, e := range entries {
-		rv, ok := v[e.ID]
+		st, ok := v[e.ID]
 		if !ok {
 			if d, ok := previous[e.ID]; ok {
 				out[e.ID] = d
@@ -167,12 +192,19 @@ func nextDigests(ctx context.Context, entries []plan.Entry, previous inventory.D
 			continue
 		}
 		desired, ok := digestable(e.ID, byID)
-		if !ok || reader == nil {
+		if !ok {
+			continue
+		}
+		if st.marked {
+			out[e.ID] = inventory.Digest{Desired: desired, Live: st.mark}
+			continue
+		}
+		if reader == nil {
 			continue
 		}
 		gvk := schema.GroupVersionKind{Group: e.ID.Group, Version: e.Version, Kind: e.ID.Kind}
 		m, ok := reader.metadata(ctx, gvk, client.ObjectKey{Namespace: e.ID.Namespace, Name: e.ID.Name})
-		if !ok || m.ResourceVersion != rv || m.DeletionTimestamp != nil {
+		if !ok || m.ResourceVersion != st.rv || m.DeletionTimestamp != nil {
 			continue
 		}
 		out[e.ID] = inventory.Digest{Desired: desired, Live: drift.Mark(m)}

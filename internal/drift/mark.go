@@ -62,3 +62,14 @@ func Mark(obj metav1.Object) [8]byte {
 	copy(out[:], h.Sum(nil))
 	return out
 }
+
+// LiveMark is the Mark the drift watches' cache will give obj, from an
+// object whose managedFields hold their field sets whole, such as the API
+// server's answer to a write: the mark of the field sets' digests
+// CompactMetadata leaves. obj is not changed. A sync marks what it wrote
+// from the write's answer, without waiting for the watch to see it.
+func LiveMark(obj metav1.Object) [8]byte {
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: obj.GetUID(), ManagedFields: slices.Clone(obj.GetManagedFields())}}
+	compact, _ := CompactMetadata(m)
+	return Mark(compact.(*metav1.PartialObjectMetadata))
+}

@@ -69,3 +69,26 @@ func TestMarkChangesWithEveryWriteButAStatusWriters(t *testing.T) {
 		t.Error("two compacted copies of one object have different marks")
 	}
 }
+
+func TestAWritesAnswerIsMarkedAsTheWatchCacheWillMarkIt(t *testing.T) {
+	answer := &metav1.PartialObjectMetadata{}
+	answer.UID, answer.ResourceVersion = "u1", "7"
+	answer.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}
+	answer.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "driftless", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+			Time: &metav1.Time{Time: time.Unix(100, 0)}, FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:key":{}}}`)},
+	}
+	cached := answer.DeepCopy()
+	if _, err := CompactMetadata(cached); err != nil {
+		t.Fatal(err)
+	}
+	if LiveMark(answer) != Mark(cached) {
+		t.Error("the answer's mark is not the mark of the watch cache's copy of the same state")
+	}
+	if LiveMark(cached) != Mark(cached) {
+		t.Error("the watch cache's copy, marked again, has another mark")
+	}
+	if got := string(answer.ManagedFields[0].FieldsV1.GetRawBytes()); got != `{"f:data":{"f:key":{}}}` {
+		t.Errorf("LiveMark changed the answer's field set to %s", got)
+	}
+}

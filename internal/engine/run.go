@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,7 +37,7 @@ type Input struct {
 	// objects whose Configured change keeps the object before and after,
 	// and who is told of each write.
 	Keep    func(plan.ID) bool
-	Written func(obj *unstructured.Unstructured)
+	Written func(obj *metav1.PartialObjectMetadata)
 	// Found is passed to the apply (apply.Options): who is told of each
 	// object found equal to its desired form.
 	Found func(obj *unstructured.Unstructured)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -81,7 +82,7 @@ func TestALargeSyncDoesNotHoldItsRenderDecodedWhileItWrites(t *testing.T) {
 	}
 	var writes atomic.Int64
 	var held atomic.Uint64
-	in.Written = func(*unstructured.Unstructured) {
+	in.Written = func(*metav1.PartialObjectMetadata) {
 		if writes.Add(1) == n/2 {
 			held.Store(liveHeap())
 		}
