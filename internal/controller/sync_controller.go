@@ -680,7 +680,7 @@ func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]render.Object, secr
 // to prune is not in git any more. The next sync decides for them.
 func uncertain(res engine.Result) []plan.ID {
 	var ve *apply.ValidationError
-	if errors.As(res.Err, &ve) || errors.Is(res.Err, apply.ErrValidationIncomplete) || errors.Is(res.Err, apply.ErrNotRecorded) {
+	if errors.As(res.Err, &ve) || errors.Is(res.Err, apply.ErrValidationIncomplete) || errors.Is(res.Err, apply.ErrNotPrepared) {
 		return nil // nothing failed to be written
 	}
 	ids := apply.FailedIDs(res.Err)
