@@ -510,6 +510,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 			})
 		},
 	}
+	if err := finalizer.failed(); err != nil {
+		return fail(v1alpha1.ReasonApplyFailed, err) // not worth validating: nothing may be written
+	}
 	res := engine.Run(ctx, tgt.id.client, in)
 	res.Reason, res.Err = tgt.unreachable(res.Reason, res.Err)
 	o.changes, o.inventory = res.Changes, res.Inventory
