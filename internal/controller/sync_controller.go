@@ -412,7 +412,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(variablesFailure(err), err)
 	}
-	secrets = engine.Redactor(vars, nil)
+	secrets = engine.VariablesRedactor(vars)
 	keys, err := engine.DecryptionKeys(ctx, reader, s, r.DefaultAgeKey)
 	if err != nil {
 		return fail(keysFailure(err), err)
@@ -440,7 +440,11 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(reason, err)
 	}
-	secrets = engine.Redactor(vars, objects)
+	masked, err := engine.Redactor(vars, objects)
+	if err != nil {
+		return fail(v1alpha1.ReasonBuildFailed, err)
+	}
+	secrets = masked
 	previous, unreadable, err := r.inventoryOf(ctx, s)
 	if err != nil {
 		return fail(v1alpha1.ReasonApplyFailed, err)
