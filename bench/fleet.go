@@ -104,20 +104,11 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	}
 	r := &fleet{Syncs: syncs, Objects: 4 * syncs}
 	step("the validated floor over as many objects, %d (dry run, then apply, 32 at a time)", r.Objects)
-	floorBefore, err := b.shardsCPU(nil)
+	floor, floorMS, err := b.timedFloor(ctx, newWorkload("v", syncs), r.Objects)
 	if err != nil {
 		return nil, err
-	}
-	floor, err := floorApply(ctx, env.Config, newWorkload("v", syncs), 32, true)
-	if err != nil {
-		return nil, fmt.Errorf("validated floor: %w", err)
 	}
 	r.Floor = floor.Seconds()
-	floorAfter, err := b.shardsCPU(nil)
-	if err != nil {
-		return nil, err
-	}
-	r.CPU.FloorPerRequest = 1000 * (floorAfter.APIServer - floorBefore.APIServer) / float64(2*r.Objects)
 	step("validated floor: %.1f s", r.Floor)
 
 	a, err := startAgent(ctx, env.Config, o.limits, o.concurrent, true, io.Discard)
@@ -129,11 +120,7 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	step("creating %d Syncs of one app each", syncs)
 	rendersBefore := rendersDone()
 	reqBefore, _ := a.requests.snapshot()
-	cpuBefore, err := b.shardsCPU(nil)
-	if err != nil {
-		return nil, err
-	}
-	servedBefore, err := serverRequests(ctx, env.Clientset)
+	before, err := b.usageNow(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -165,18 +152,12 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	r.AllReady = time.Since(start).Seconds()
 	r.PerFloor = r.AllReady / r.Floor
 	stopCPU()
-	cpuAfter, err := b.shardsCPU(nil)
+	after, err := b.usageNow(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	servedAfter, err := serverRequests(ctx, env.Clientset)
-	if err != nil {
-		return nil, err
-	}
-	r.CPU.APIServer, r.CPU.Etcd, r.CPU.Bench = cpuAfter.APIServer-cpuBefore.APIServer, cpuAfter.Etcd-cpuBefore.Etcd, cpuAfter.Bench-cpuBefore.Bench
-	if served := summarize(servedAfter.minus(servedBefore)).Total; served > 0 {
-		r.CPU.APIServerPerRequest = 1000 * r.CPU.APIServer / float64(served)
-	}
+	r.CPU, _ = after.since(before)
+	r.CPU.FloorPerRequest = floorMS
 	if sampler != nil {
 		p := sampler.finish()
 		b.printWallProfile(fmt.Sprintf("%d Syncs' first syncs", syncs), &p)

@@ -78,10 +78,13 @@ type shardAgent struct {
 
 // shardsCPU is CPU time in seconds, by process.
 type shardsCPU struct {
-	Agents    float64 `json:"agents"`
+	// Agents is the agent processes'; absent when the agent runs in the
+	// bench's process (the fleet case), where Bench counts it.
+	Agents    float64 `json:"agents,omitempty"`
 	APIServer float64 `json:"kube_apiserver"`
 	Etcd      float64 `json:"etcd"`
-	// Bench is this process: the creates, the watch of the Syncs.
+	// Bench is this process: the creates, the watch of the Syncs, and
+	// the agent when it runs here.
 	Bench float64 `json:"bench"`
 	// APIServerPerRequest is APIServer over the requests it served, in
 	// milliseconds; FloorPerRequest the same for the validated floor's
@@ -135,19 +138,11 @@ func runShards(ctx context.Context, o options, bin string, syncs, shards int) (_
 	floorCPU := 0.0
 	if floorSyncs > 0 {
 		step("the validated floor over %d Syncs' objects, %d (dry run, then apply, 32 at a time)", floorSyncs, 10*floorSyncs)
-		before, err := b.shardsCPU(nil)
+		d, perRequest, err := b.timedFloor(ctx, floor, 10*floorSyncs)
 		if err != nil {
 			return nil, err
 		}
-		d, err := floorApply(ctx, b.env.Config, floor, 32, true)
-		if err != nil {
-			return nil, fmt.Errorf("validated floor: %w", err)
-		}
-		after, err := b.shardsCPU(nil)
-		if err != nil {
-			return nil, err
-		}
-		floorCPU = 1000 * (after.APIServer - before.APIServer) / float64(2*10*floorSyncs)
+		floorCPU = perRequest
 		r.FloorSyncs, r.Floor = floorSyncs, d.Seconds()
 		r.FloorAll = r.Floor * float64(syncs) / float64(floorSyncs)
 		step("validated floor: %.1f s; over every Sync's objects, scaled: %.1f s", r.Floor, r.FloorAll)
@@ -172,11 +167,7 @@ func runShards(ctx context.Context, o options, bin string, syncs, shards int) (_
 		}
 	}
 	step("%d agent processes idle; creating %d Syncs of 10 objects, %d objects", shards, syncs, r.Objects)
-	cpuBefore, err := b.shardsCPU(procs)
-	if err != nil {
-		return nil, err
-	}
-	reqBefore, err := serverRequests(ctx, b.env.Clientset)
+	before, err := b.usageNow(ctx, procs)
 	if err != nil {
 		return nil, err
 	}
@@ -207,30 +198,17 @@ func runShards(ctx context.Context, o options, bin string, syncs, shards int) (_
 	if r.FloorAll > 0 {
 		r.PerFloor = r.AllReady / r.FloorAll
 	}
-	cpuAfter, err := b.shardsCPU(procs)
+	after, err := b.usageNow(ctx, procs)
 	if err != nil {
 		return nil, err
 	}
-	reqAfter, err := serverRequests(ctx, b.env.Clientset)
-	if err != nil {
-		return nil, err
-	}
-	reqs := reqAfter.minus(reqBefore)
+	var reqs requestCounts
+	r.CPU, reqs = after.since(before)
+	r.CPU.FloorPerRequest = floorCPU
 	r.Requests = summarize(reqs)
 	r.PerSync = map[string]float64{}
 	for k, v := range reqs {
 		r.PerSync[k.Verb+" "+k.Resource] = float64(v) / float64(syncs)
-	}
-	r.CPU = shardsCPU{
-		Agents:    cpuAfter.Agents - cpuBefore.Agents,
-		APIServer: cpuAfter.APIServer - cpuBefore.APIServer,
-		Etcd:      cpuAfter.Etcd - cpuBefore.Etcd,
-		Bench:     cpuAfter.Bench - cpuBefore.Bench,
-
-		FloorPerRequest: floorCPU,
-	}
-	if r.Requests.Total > 0 {
-		r.CPU.APIServerPerRequest = 1000 * r.CPU.APIServer / float64(r.Requests.Total)
 	}
 	for k, p := range procs {
 		a := &r.PerShard[k]
@@ -282,6 +260,59 @@ func (b *bench) shardsCPU(procs []*agentProcess) (shardsCPU, error) {
 	}
 	c.Bench = readCPU().self.Seconds()
 	return c, nil
+}
+
+// usage is what the control plane and the agents had used at one moment:
+// CPU seconds by process and the requests the API server had served.
+type usage struct {
+	cpu    shardsCPU
+	served requestCounts
+}
+
+// usageNow reads it (procs: the agent processes, nil when the agent runs
+// in this process).
+func (b *bench) usageNow(ctx context.Context, procs []*agentProcess) (usage, error) {
+	cpu, err := b.shardsCPU(procs)
+	if err != nil {
+		return usage{}, err
+	}
+	served, err := serverRequests(ctx, b.env.Clientset)
+	return usage{cpu: cpu, served: served}, err
+}
+
+// since returns the CPU used and the requests served from before to u,
+// with the API server's CPU per request.
+func (u usage) since(before usage) (shardsCPU, requestCounts) {
+	served := u.served.minus(before.served)
+	c := shardsCPU{
+		Agents:    u.cpu.Agents - before.cpu.Agents,
+		APIServer: u.cpu.APIServer - before.cpu.APIServer,
+		Etcd:      u.cpu.Etcd - before.cpu.Etcd,
+		Bench:     u.cpu.Bench - before.cpu.Bench,
+	}
+	if n := served.total(); n > 0 {
+		c.APIServerPerRequest = 1000 * c.APIServer / float64(n)
+	}
+	return c, served
+}
+
+// timedFloor runs the validated floor over w's objects (a dry run, then
+// an apply, 32 at a time) and returns its time and the API server's CPU
+// per request, in milliseconds, over its 2*objects requests.
+func (b *bench) timedFloor(ctx context.Context, w *workload, objects int) (time.Duration, float64, error) {
+	before, err := b.shardsCPU(nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	d, err := floorApply(ctx, b.env.Config, w, 32, true)
+	if err != nil {
+		return 0, 0, fmt.Errorf("validated floor: %w", err)
+	}
+	after, err := b.shardsCPU(nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	return d, 1000 * (after.APIServer - before.APIServer) / float64(2*objects), nil
 }
 
 // createAll calls create for each item, 16 at a time, and returns the

@@ -104,8 +104,10 @@ func (e *ObjectError) Unwrap() error { return e.Err }
 // nothing was written, and a retry may succeed.
 var ErrValidationIncomplete = errors.New("validation could not complete")
 
-// ErrNotRecorded means Options.BeforeWrite failed: nothing was written.
-var ErrNotRecorded = errors.New("the objects about to be written could not be recorded, nothing was applied")
+// ErrNotPrepared means Options.BeforeWrite failed: nothing was written.
+// Apply returns it joined with BeforeWrite's own error, which says what
+// could not be done.
+var ErrNotPrepared = errors.New("could not prepare the first write, nothing was applied")
 
 // ValidationError means the server-side dry-run refused one or more
 // objects, so nothing was written — or, for objects that could only be

@@ -33,9 +33,10 @@ type Options struct {
 	// reports the wait.
 	Wait WaitOptions
 	// BeforeWrite, when set, is called once by Apply after every object
-	// passed validation and before the first write; an error stops Apply
-	// with nothing written. The engine records its write-ahead inventory
-	// there.
+	// passed validation and before the first write: what the caller must
+	// do before anything is written (the controller's finalizer, the
+	// engine's write-ahead inventory). An error stops Apply with nothing
+	// written; Apply returns it wrapped with ErrNotPrepared.
 	BeforeWrite func(context.Context) error
 	// Written, when set, is told of every object written: its kind,
 	// namespace and name, and the metadata the API server returned for

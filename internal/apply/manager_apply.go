@@ -37,7 +37,7 @@ func (m *Manager) Apply(ctx context.Context, p plan.Plan) (ChangeSet, error) {
 	}
 	if m.opts.BeforeWrite != nil {
 		if err := m.opts.BeforeWrite(ctx); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+			return nil, fmt.Errorf("%w: %w", ErrNotPrepared, err)
 		}
 	}
 	var cs ChangeSet

@@ -123,7 +123,10 @@ func runBuild(ctx context.Context, o *buildOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	secrets := engine.Redactor(vars, objects)
+	secrets, err := engine.Redactor(vars, objects)
+	if err != nil {
+		return err
+	}
 	shown := make([]map[string]any, len(objects))
 	for i, obj := range objects {
 		u, err := obj.Decode()

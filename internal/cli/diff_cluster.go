@@ -86,7 +86,10 @@ func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffRepo
 	if unreadable != nil {
 		fmt.Fprintf(warn, "Warning: Sync %s: %v; they are left out of the diff\n", key, unreadable)
 	}
-	secrets := engine.Redactor(ropts.Variables, objects)
+	secrets, err := engine.Redactor(ropts.Variables, objects)
+	if err != nil {
+		return nil, err
+	}
 	res := engine.Run(ctx, target, engine.Input{Sync: &s, Objects: objects, Inventory: previous, DryRun: true})
 	if res.Err != nil {
 		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, secrets.Error(res.Err))
@@ -176,7 +179,7 @@ func maskRenderError(opts engine.RenderOptions, err error) error {
 	if err == nil {
 		return nil
 	}
-	err = engine.Redactor(opts.Variables, nil).Error(err)
+	err = engine.VariablesRedactor(opts.Variables).Error(err)
 	if r, ok := opts.Reader.(*engine.SecretRecorder); ok {
 		err = redact.New(r.Values()...).Error(err)
 	}

@@ -53,7 +53,9 @@ func offlineDiff(ctx context.Context, o *diffOptions) (*diffReport, error) {
 	}
 	r := newDiffReport(from.label, to.label)
 	r.decrypted = decryptedIDs(before, after)
-	r.secrets = engine.Redactor(nil, append(slices.Clip(before), after...))
+	if r.secrets, err = engine.Redactor(nil, append(slices.Clip(before), after...)); err != nil {
+		return nil, err
+	}
 	if err := r.compare(before, after); err != nil {
 		return nil, err
 	}

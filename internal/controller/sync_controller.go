@@ -411,7 +411,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(variablesFailure(err), err)
 	}
-	secrets = engine.Redactor(vars, nil)
+	secrets = engine.VariablesRedactor(vars)
 	keys, err := engine.DecryptionKeys(ctx, reader, s, r.DefaultAgeKey)
 	if err != nil {
 		return fail(keysFailure(err), err)
@@ -439,7 +439,11 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if err != nil {
 		return fail(reason, err)
 	}
-	secrets = engine.Redactor(vars, objects)
+	masked, err := engine.Redactor(vars, objects)
+	if err != nil {
+		return fail(v1alpha1.ReasonBuildFailed, err)
+	}
+	secrets = masked
 	previous, unreadable, err := r.inventoryOf(ctx, s)
 	if err != nil {
 		return fail(v1alpha1.ReasonApplyFailed, err)
@@ -523,6 +527,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 				return untilSuperseded(ctx, r.Mirror(), req, o.revision, wait)
 			})
 		},
+	}
+	if err := finalizer.failed(); err != nil {
+		return fail(v1alpha1.ReasonApplyFailed, err) // not worth validating: nothing may be written
 	}
 	res := engine.Run(ctx, tgt.id.client, in)
 	if watching != nil {
@@ -697,7 +704,7 @@ func revertedDrift(changes apply.ChangeSet, byID map[plan.ID]render.Object, secr
 // to prune is not in git any more. The next sync decides for them.
 func uncertain(res engine.Result) []plan.ID {
 	var ve *apply.ValidationError
-	if errors.As(res.Err, &ve) || errors.Is(res.Err, apply.ErrValidationIncomplete) || errors.Is(res.Err, apply.ErrNotRecorded) {
+	if errors.As(res.Err, &ve) || errors.Is(res.Err, apply.ErrValidationIncomplete) || errors.Is(res.Err, apply.ErrNotPrepared) {
 		return nil // nothing failed to be written
 	}
 	ids := apply.FailedIDs(res.Err)

@@ -96,6 +96,21 @@ func (p *finalizerPatch) wait(ctx context.Context, s *v1alpha1.Sync) error {
 	return p.err
 }
 
+// failed returns the patch's error if it has failed already, without
+// waiting: a sync checks it before its dry runs, which a failed patch
+// would waste (the sync stops before its first write, with no status).
+func (p *finalizerPatch) failed() error {
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
 // finalize cleans up after a Sync being deleted, as spec.deletionPolicy
 // says, then removes its finalizer so that it goes.
 //

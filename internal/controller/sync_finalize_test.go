@@ -13,8 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 )
@@ -368,4 +370,96 @@ func TestANewSyncsFinalizerIsAddedWhileItsFirstSyncValidates(t *testing.T) {
 	if s := h.syncNow("shop"); !slices.Contains(s.Finalizers, v1alpha1.Finalizer) {
 		t.Errorf("the Sync's finalizers are %v, want %s", s.Finalizers, v1alpha1.Finalizer)
 	}
+}
+
+// A new Sync whose finalizer's patch fails (the Sync changed between the
+// agent's read and its patch: a 409) writes nothing: no object, no
+// status, and its objects are not even dry-run once the patch is known
+// to have failed (a conflict on a Sync of 10,000 objects would cost
+// 10,000 dry runs). The retry adds the finalizer and syncs.
+func TestANewSyncWhoseFinalizerPatchConflictsWritesNothingUntilItIsIn(t *testing.T) {
+	h := newHarness(t)
+	h.repo.Commit(t, "an app", map[string]string{"app/web.yaml": configMap("web", "v1") + "---\n" + configMap("api", "v1")})
+	h.createSync("shop", func(s *v1alpha1.Sync) { s.Spec.Paths = []string{"app"} })
+
+	// Every request the Sync's identity sends that writes or dry-runs.
+	var mu sync.Mutex
+	var sent []string
+	cfg := rest.CopyConfig(agentConfig)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet && !strings.Contains(req.URL.Path, "/apis/authorization.k8s.io/") {
+				mu.Lock()
+				sent = append(sent, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery)
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	h.r.Identities = NewIdentities(testTenancy(), agentClient, cfg, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
+
+	// The first patch of the Sync conflicts: the Sync is changed just
+	// before it is sent. The sync's read of its Inventory, after its
+	// render and before its dry runs, waits for the patch's answer.
+	patched := make(chan struct{})
+	var statusPatches int
+	first := true
+	direct, err := client.NewWithWatch(agentConfig, client.Options{Scheme: scheme, Mapper: c.RESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r.Client = interceptor.NewClient(direct, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*v1alpha1.Sync); !ok || !first {
+				return cl.Patch(ctx, obj, patch, opts...)
+			}
+			first = false
+			defer close(patched)
+			var s v1alpha1.Sync
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &s); err != nil {
+				return err
+			}
+			metav1.SetMetaDataAnnotation(&s.ObjectMeta, "example.com/touched", "by someone else")
+			if err := c.Update(ctx, &s); err != nil {
+				return err
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*v1alpha1.Sync); !ok {
+				select {
+				case <-patched:
+				case <-time.After(20 * time.Second):
+					t.Error("the finalizer's patch was not answered in 20 s")
+				}
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			statusPatches++
+			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+
+	_, err = h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: h.ns, Name: "shop"}})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "add finalizer "+v1alpha1.Finalizer) {
+		t.Fatalf("reconcile: %v; want the finalizer's conflict", err)
+	}
+	mu.Lock()
+	if len(sent) > 0 {
+		t.Errorf("after the finalizer's patch failed, the sync sent %d requests that write or dry-run: %v", len(sent), sent)
+	}
+	mu.Unlock()
+	if statusPatches > 0 {
+		t.Errorf("the status was patched %d times without the finalizer", statusPatches)
+	}
+	if get(t, "v1", "ConfigMap", h.ns, "web") != nil {
+		t.Error("ConfigMap web was written without the finalizer")
+	}
+
+	s := h.reconcile("shop")
+	if !slices.Contains(s.Finalizers, v1alpha1.Finalizer) {
+		t.Errorf("the Sync's finalizers are %v after the retry, want %s", s.Finalizers, v1alpha1.Finalizer)
+	}
+	h.expectReady(s)
 }

@@ -27,22 +27,22 @@ import (
 // the object (apiVersion, kind, metadata.name and namespace, and any
 // string equal to one of those) and driftless's own label and annotation,
 // which every message names anyway. Either argument may be nil.
-func Redactor(vars map[string]render.Variable, objects []render.Object) *redact.Set {
-	var values []string
-	for _, v := range vars {
-		if v.Secret {
-			values = append(values, v.Value)
-		}
-	}
+//
+// It fails closed: an object to mask whose JSON does not decode is an
+// error (the caller stops, as for a render that failed), never a Set
+// without that object's values. A render's JSON always decodes; this
+// guards a path that would store other bytes.
+func Redactor(vars map[string]render.Variable, objects []render.Object) (*redact.Set, error) {
+	values := variableValues(vars)
 	for _, o := range objects {
 		secret := o.GVK.GroupKind() == schema.GroupKind{Kind: "Secret"} && o.GVK.Version == "v1"
 		if !secret && !o.Decrypted {
 			continue
 		}
-		// Decoded one at a time: a render's JSON always decodes.
+		// Decoded one at a time.
 		u, err := o.Decode()
 		if err != nil {
-			continue
+			return nil, fmt.Errorf("%w; its values cannot be masked, so nothing of this render is used", err)
 		}
 		if secret {
 			values = append(values, secretData(u.Object)...)
@@ -51,7 +51,24 @@ func Redactor(vars map[string]render.Variable, objects []render.Object) *redact.
 			values = append(values, decryptedStrings(u)...)
 		}
 	}
-	return redact.New(values...)
+	return redact.New(values...), nil
+}
+
+// VariablesRedactor returns the Set of the values of vars read from a
+// Secret (substituteFrom): Redactor before there is a render.
+func VariablesRedactor(vars map[string]render.Variable) *redact.Set {
+	return redact.New(variableValues(vars)...)
+}
+
+// variableValues returns the values of vars read from a Secret.
+func variableValues(vars map[string]render.Variable) []string {
+	var values []string
+	for _, v := range vars {
+		if v.Secret {
+			values = append(values, v.Value)
+		}
+	}
+	return values
 }
 
 // secretData returns the values of a Secret object: data decoded (and as

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,7 +49,8 @@ type Input struct {
 	// before the first write (and before Record): what must be done
 	// before anything is written and may run meanwhile, such as the
 	// Sync's finalizer. An error stops the sync with nothing written
-	// (ApplyFailed). Not called for a dry run.
+	// (ApplyFailed, with the error in its own words after
+	// apply.ErrNotPrepared's). Not called for a dry run.
 	BeforeWrite func(ctx context.Context) error
 	// Record, when set, stores an inventory before the first write (a
 	// write-ahead inventory): Run calls it, after validation, with the
@@ -56,7 +58,7 @@ type Input struct {
 	// objects to Inventory, so that an agent killed in the middle of the
 	// sync still knows what it may have written and prunes it later. A
 	// sync that adds nothing does not call it. An error stops the sync
-	// with nothing written (ApplyFailed).
+	// with nothing written (ApplyFailed, "write-ahead inventory: …").
 	Record func(ctx context.Context, entries []plan.Entry) error
 }
 
@@ -125,7 +127,10 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 			if !record {
 				return nil
 			}
-			return in.Record(ctx, inventory.Union(in.Inventory, p.Inventory()))
+			if err := in.Record(ctx, inventory.Union(in.Inventory, p.Inventory())); err != nil {
+				return fmt.Errorf("write-ahead inventory: %w", err)
+			}
+			return nil
 		}
 	}
 	m := apply.NewManager(c, opts)
@@ -155,7 +160,7 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 			res.Inventory = inventory.Union(in.Inventory, inventory.Touched(res.Changes, p))
 			return fail(v1alpha1.ReasonHealthCheckFailed, err)
 		}
-		if errors.Is(err, apply.ErrValidationIncomplete) || errors.Is(err, apply.ErrNotRecorded) || in.DryRun {
+		if errors.Is(err, apply.ErrValidationIncomplete) || errors.Is(err, apply.ErrNotPrepared) || in.DryRun {
 			// Nothing was written.
 			res.Inventory = nil
 			return fail(v1alpha1.ReasonApplyFailed, err)

@@ -2,7 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -263,5 +267,144 @@ func TestRunRecordsTheInventoryBeforeItsFirstWrite(t *testing.T) {
 	}
 	if exists(t, ns, "d") {
 		t.Error("d was written although its inventory could not be recorded")
+	}
+}
+
+// counted counts the requests that write, and the dry runs, c sends.
+type counted struct {
+	mu              sync.Mutex
+	writes, dryRuns int
+}
+
+func (n *counted) add(dryRun []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(dryRun) > 0 {
+		n.dryRuns++
+	} else {
+		n.writes++
+	}
+}
+
+func (n *counted) now() (writes, dryRuns int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.writes, n.dryRuns
+}
+
+// counting is a client like c, counting in n every request that writes
+// or dry-runs.
+func counting(t *testing.T, n *counted) client.Client {
+	t.Helper()
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: c.Scheme(), Mapper: c.RESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interceptor.NewClient(direct, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			n.add((&client.CreateOptions{}).ApplyOptions(opts).DryRun)
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			n.add((&client.UpdateOptions{}).ApplyOptions(opts).DryRun)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			n.add((&client.PatchOptions{}).ApplyOptions(opts).DryRun)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			n.add((&client.ApplyOptions{}).ApplyOptions(opts).DryRun)
+			return c.Apply(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			n.add((&client.DeleteOptions{}).ApplyOptions(opts).DryRun)
+			return c.Delete(ctx, obj, opts...)
+		},
+	})
+}
+
+// BeforeWrite (the controller waits there for the Sync's finalizer) is
+// called once every object has been dry-run, before the write-ahead
+// inventory is recorded and before anything is written; its failure
+// writes nothing and says what failed, not that the inventory did; a dry
+// run never calls it.
+func TestRunCallsBeforeWriteOnceValidatedAndBeforeAnyWrite(t *testing.T) {
+	tests := []struct {
+		name        string
+		dryRun      bool
+		beforeWrite error
+		record      error
+		// wantErr is the error's message, as the Sync's status shows it.
+		wantErr string
+	}{
+		{name: "it runs after every dry run and before the inventory and the first write"},
+		{name: "a dry run never calls it", dryRun: true},
+		{
+			name: "its failure writes nothing and is not called an inventory failure", beforeWrite: errors.New("add finalizer: the Sync changed"),
+			wantErr: "could not prepare the first write, nothing was applied: add finalizer: the Sync changed",
+		},
+		{
+			name: "a failed record after it says it was the inventory", record: errors.New("the API server is gone"),
+			wantErr: "could not prepare the first write, nothing was applied: write-ahead inventory: the API server is gone",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			objects := []render.Object{configMap(t, ns, "a", "1"), configMap(t, ns, "b", "1")}
+			var n counted
+			var calls []string
+			res := engine.Run(context.Background(), counting(t, &n), engine.Input{
+				Sync: syncIn(ns), Objects: objects, DryRun: tt.dryRun,
+				BeforeWrite: func(context.Context) error {
+					calls = append(calls, "BeforeWrite")
+					if writes, dryRuns := n.now(); writes != 0 || dryRuns != len(objects) {
+						t.Errorf("BeforeWrite was called after %d writes and %d dry runs; want 0 and %d", writes, dryRuns, len(objects))
+					}
+					return tt.beforeWrite
+				},
+				Record: func(context.Context, []plan.Entry) error {
+					calls = append(calls, "Record")
+					if writes, _ := n.now(); writes != 0 {
+						t.Errorf("Record was called after %d writes; want 0", writes)
+					}
+					return tt.record
+				},
+			})
+
+			wantCalls := []string{"BeforeWrite", "Record"}
+			switch {
+			case tt.dryRun:
+				wantCalls = nil
+			case tt.beforeWrite != nil:
+				wantCalls = wantCalls[:1]
+			}
+			if !slices.Equal(calls, wantCalls) {
+				t.Errorf("calls = %v, want %v", calls, wantCalls)
+			}
+			written := exists(t, ns, "a") || exists(t, ns, "b")
+			if tt.wantErr == "" {
+				if res.Err != nil {
+					t.Fatal(res.Err)
+				}
+				if written == tt.dryRun {
+					t.Errorf("written = %v in a run with dry run %v", written, tt.dryRun)
+				}
+				return
+			}
+			if res.Reason != v1alpha1.ReasonApplyFailed || res.Err == nil || res.Err.Error() != tt.wantErr {
+				t.Errorf("reason %s, err %v; want ApplyFailed, %q", res.Reason, res.Err, tt.wantErr)
+			}
+			if res.Inventory != nil {
+				t.Errorf("inventory = %+v, want nil (the previous one kept)", res.Inventory)
+			}
+			if written {
+				t.Error("an object was written although the sync failed before its first write")
+			}
+			if writes, _ := n.now(); writes != 0 {
+				t.Errorf("%d writes were sent; want none", writes)
+			}
+		})
 	}
 }

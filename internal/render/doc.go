@@ -7,7 +7,10 @@
 // JSON once read; one settling step then decodes them one at a time,
 // defaults namespaces, finds objects defined twice, labels and annotates
 // each object with its Sync and its origin in git, and encodes it again:
-// a render's objects (Object) are JSON, never all decoded at once.
+// a render's objects (Object) are JSON, never all decoded at once. A
+// generator that makes many objects holds its own decoded while it runs
+// (a chart's, to order its hooks; a kustomization's, which Kustomize
+// builds whole), one generator at a time.
 //
 // It reads only through an os.Root of the checkout, so neither a path nor a
 // symbolic link in the repository can make it read outside the checkout;

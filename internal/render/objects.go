@@ -227,7 +227,7 @@ func NewObject(u *unstructured.Unstructured, o Origin) (Object, error) {
 func (o Object) Decode() (*unstructured.Unstructured, error) {
 	u, err := decodeObject(o.JSON)
 	if err != nil {
-		return nil, fmt.Errorf("%s: decode: %w", o.Ref(), err)
+		return nil, fmt.Errorf("%s (%s): cannot be decoded: %w", o.Ref(), o.Origin, err)
 	}
 	return u, nil
 }

@@ -94,6 +94,9 @@ func TestARenderDoesNotHoldEveryObjectDecoded(t *testing.T) {
 	if len(got) != n+1 {
 		t.Fatalf("%d objects rendered, want %d", len(got), n+1)
 	}
+	if held == 0 {
+		t.Fatalf("the render never asked the scope of its last object (%s): the heap was not measured", scope.last)
+	}
 	held -= min(held, base)
 	t.Logf("%d Deployments: %d KiB decoded; the render held %d KiB as it settled the last object", n, decoded>>10, held>>10)
 	// The objects' JSON is about a fifth of the decoded objects, the
