@@ -138,3 +138,13 @@ func stringKey(item sops.TreeItem) (string, error) {
 }
 
 var errOneBranch = errors.New("the file must hold exactly one document")
+
+// stricterThanSOPS marks a refusal of a file that SOPS's own stores read
+// without a word: data after a JSON object, and a later YAML document
+// that yaml.v3 cannot read as a mapping (a key twice, a value its tag
+// does not fit), which SOPS checks in the first document only. Its
+// message is the refusal's; the type lets the tests that compare these
+// stores with SOPS's tell a refusal on purpose from a bug.
+type stricterThanSOPS struct{ error }
+
+func (e stricterThanSOPS) Unwrap() error { return e.error }

@@ -77,7 +77,7 @@ func readJSON(in []byte) (sops.TreeBranches, error) {
 		return nil, fmt.Errorf("invalid JSON: line %d: %w", lineAt(in, dec.InputOffset()), err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("invalid JSON: more than one value: SOPS reads one object")
+		return nil, stricterThanSOPS{errors.New("invalid JSON: more than one value: SOPS reads one object")}
 	}
 	return sops.TreeBranches{branch}, nil
 }

@@ -57,6 +57,10 @@ func readYAML(in []byte) (sops.TreeBranches, error) {
 			return nil, fmt.Errorf("invalid YAML: %w", err)
 		}
 		branch, err := yamlDocument(&doc)
+		var notMapping mappingError
+		if n > 1 && errors.As(err, &notMapping) {
+			err = stricterThanSOPS{err}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("YAML document %d: %w", n, err)
 		}
@@ -81,10 +85,15 @@ func yamlDocument(doc *yaml.Node) (sops.TreeBranch, error) {
 		return nil, errors.New("a document that is a single value is not supported: SOPS reads mappings")
 	}
 	if err := checkYAMLMapping(doc); err != nil {
-		return nil, err
+		return nil, mappingError{err}
 	}
 	return yamlBranch(top, commentsOf(doc).around(commentsOf(top)))
 }
+
+// mappingError is checkYAMLMapping's refusal of a document.
+type mappingError struct{ error }
+
+func (e mappingError) Unwrap() error { return e.error }
 
 // checkYAMLMapping decodes doc as a mapping of string keys, which is what
 // yaml.v3 checks a document against for the sops CLI: each key once, a
