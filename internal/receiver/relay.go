@@ -93,7 +93,10 @@ type Relay struct {
 	// seen are the IDs of the notices acted on (or published) here.
 	seen map[string]bool
 	// since: notices received before are not acted on; the syncs of an
-	// agent's start cover them.
+	// agent's start cover them. A notice's time is in whole seconds (it
+	// is a metav1.Time in JSON), so since is too: a push in the second
+	// this agent started is acted on — one wake-up more for a push a
+	// moment before the start is harmless, one lost is not.
 	since time.Time
 }
 
@@ -107,7 +110,7 @@ func NewRelay(opts RelayOptions) (*Relay, error) {
 	if opts.Client == nil || opts.Syncs == nil || opts.Wake == nil || opts.Namespace == "" {
 		return nil, errors.New("push relay: no client, Sync reader, wake channel or namespace")
 	}
-	return &Relay{opts: opts, log: ctrl.Log.WithName("push-relay"), seen: map[string]bool{}, since: time.Now()}, nil
+	return &Relay{opts: opts, log: ctrl.Log.WithName("push-relay"), seen: map[string]bool{}, since: time.Now().Truncate(time.Second)}, nil
 }
 
 // NeedLeaderElection: only the leader's Sync controller reads Wake.
@@ -243,7 +246,7 @@ func (r *Relay) act(ctx context.Context, cm *corev1.ConfigMap) {
 			continue
 		}
 		r.seen[n.ID] = true
-		if n.At.Time.After(r.since) {
+		if r.current(n) {
 			fresh = append(fresh, n)
 		}
 	}
@@ -265,6 +268,9 @@ func (r *Relay) act(ctx context.Context, cm *corev1.ConfigMap) {
 		r.log.Info("push relayed from another shard", "from", n.From, "refs", n.Refs, "woken", woken)
 	}
 }
+
+// current tells whether n was received since this agent started.
+func (r *Relay) current(n Notice) bool { return !n.At.Time.Before(r.since) }
 
 // wake hands the Syncs n matches to the Sync controller. Their notice time
 // is now, when this agent learnt of it: the receiving agent's clock may

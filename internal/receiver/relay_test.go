@@ -1,11 +1,15 @@
 package receiver
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/driftless/driftless/internal/controller"
 )
 
 // The relay's ConfigMap stays small whatever the rate of pushes: the
@@ -26,5 +30,36 @@ func TestTheRelayKeepsTheNewestNoticesOfTheLastTenMinutes(t *testing.T) {
 	}
 	if got := decodeNotices("not json"); got != nil {
 		t.Fatalf("a ConfigMap that does not parse gave %v; want no notices (the next push rewrites it)", got)
+	}
+}
+
+// A push another shard's agent received in the same second as this agent
+// started wakes this agent's Syncs: the notice's time, in whole seconds
+// once it is in the ConfigMap, is not taken for one before the start.
+func TestTheRelayActsOnANoticeOfTheSecondItStarted(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	r, err := NewRelay(RelayOptions{Client: c, Namespace: "driftless", Syncs: c, Wake: make(chan controller.WakeUp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want bool
+	}{
+		{"received a moment after the start", time.Now(), true},
+		{"received a minute before the start", time.Now().Add(-time.Minute), false},
+	} {
+		data, err := encodeNotices([]Notice{{ID: "1", At: metav1.NewTime(tc.at)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored []Notice
+		if err := json.Unmarshal([]byte(data), &stored); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.current(stored[0]); got != tc.want {
+			t.Errorf("a notice %s (%s, stored as %s): acted on %v, want %v", tc.name, tc.at.Format(time.RFC3339Nano), stored[0].At.Format(time.RFC3339Nano), got, tc.want)
+		}
 	}
 }
