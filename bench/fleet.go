@@ -116,6 +116,9 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, a.stop()) }()
+	if err := a.waitForWorkers(ctx, b.admin, repo.url()); err != nil {
+		return nil, err
+	}
 
 	step("creating %d Syncs of one app each", syncs)
 	rendersBefore := rendersDone()

@@ -217,6 +217,9 @@ func (b *bench) driftlessFirstSync(ctx context.Context, prefix string, limits cl
 	if idle := readMemory(); keep {
 		mem.Before, mem.Idle = before, idle
 	}
+	if err := a.waitForWorkers(ctx, b.admin, repo.url()); err != nil {
+		return nil, nil, errors.Join(err, a.stop())
+	}
 	name := "fleet-" + prefix
 	sw, err := watchSync(ctx, b.admin, name)
 	if err != nil {
