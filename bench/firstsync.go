@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,7 +72,7 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 	r.Requests = map[string]requestSummary{}
 	best, bestTime := 0, time.Duration(0)
 	for _, c := range b.o.concurrencies {
-		d, srv, err := b.serverCounted(ctx, func() (time.Duration, error) {
+		d, srv, err := b.serverCounted(ctx, fmt.Sprintf("floor-%d-c%d", b.size, c), func() (time.Duration, error) {
 			return floorApply(ctx, b.env.Config, newWorkload(fmt.Sprintf("f%d", c), b.apps), c, false)
 		})
 		if err != nil {
@@ -91,7 +92,7 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 	var live *live
 	for rep := 1; rep <= b.o.repeats; rep++ {
 		if rep > 1 {
-			d, srv, err := b.serverCounted(ctx, func() (time.Duration, error) {
+			d, srv, err := b.serverCounted(ctx, fmt.Sprintf("floor-%d-%d", b.size, rep), func() (time.Duration, error) {
 				return floorApply(ctx, b.env.Config, newWorkload(fmt.Sprintf("f%dr%d", best, rep), b.apps), best, false)
 			})
 			if err != nil {
@@ -101,18 +102,22 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 			r.Floor.add(d)
 			r.Requests["floor"] = summarize(srv)
 		}
-		before, err := b.shardsCPU(nil)
-		if err != nil {
-			return nil, err
-		}
-		d, srv, err := b.serverCounted(ctx, func() (time.Duration, error) {
-			return floorApply(ctx, b.env.Config, newWorkload(fmt.Sprintf("v%d", rep), b.apps), best, true)
+		d, srv, err := b.serverCounted(ctx, fmt.Sprintf("validated-%d-%d", b.size, rep), func() (time.Duration, error) {
+			// The CPU read right around the floor, as around driftless's
+			// sync: not the request counts' reads of /metrics, nor the
+			// profile's last second.
+			before, err := b.shardsCPU(nil)
+			if err != nil {
+				return 0, err
+			}
+			d, err := floorApply(ctx, b.env.Config, newWorkload(fmt.Sprintf("v%d", rep), b.apps), best, true)
+			if after, cerr := b.shardsCPU(nil); cerr == nil {
+				r.ValidatedAPIServerCPU = after.APIServer - before.APIServer
+			}
+			return d, err
 		})
 		if err != nil {
 			return nil, err
-		}
-		if after, err := b.shardsCPU(nil); err == nil {
-			r.ValidatedAPIServerCPU = after.APIServer - before.APIServer
 		}
 		step("floor with a dry-run of everything first, concurrency %d: %.2f s (kube-apiserver CPU %.2f s)", best, d.Seconds(), r.ValidatedAPIServerCPU)
 		r.Validated.add(d)
@@ -120,7 +125,7 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 
 		if rep <= b.o.kubectlRepeats {
 			prefix := fmt.Sprintf("k%d", rep)
-			d, srv, err := b.serverCounted(ctx, func() (time.Duration, error) {
+			d, srv, err := b.serverCounted(ctx, fmt.Sprintf("kubectl-%d-%d", b.size, rep), func() (time.Duration, error) {
 				return b.kubectl.apply(ctx, newWorkload(prefix, b.apps), filepath.Join(b.dir, "kubectl-"+prefix))
 			})
 			if err != nil {
@@ -206,14 +211,16 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 }
 
 // serverCounted runs f and returns its result with the API server's
-// request counts over it.
-func (b *bench) serverCounted(ctx context.Context, f func() (time.Duration, error)) (time.Duration, requestCounts, error) {
+// request counts over it; with -apiserver-profile, the control plane's
+// CPU profiles over it are named name (controlProfile).
+func (b *bench) serverCounted(ctx context.Context, name string, f func() (time.Duration, error)) (time.Duration, requestCounts, error) {
 	before, err := serverRequests(ctx, b.env.Clientset)
 	if err != nil {
 		return 0, nil, err
 	}
+	stopProfile := b.controlProfile(ctx, name)
 	d, err := f()
-	if err != nil {
+	if err := errors.Join(err, stopProfile()); err != nil {
 		return 0, nil, err
 	}
 	after, err := serverRequests(ctx, b.env.Clientset)
