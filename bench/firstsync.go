@@ -54,6 +54,11 @@ type firstSync struct {
 	APIServerCPU          float64 `json:"driftless_apiserver_cpu_s"`
 	EtcdCPU               float64 `json:"driftless_etcd_cpu_s"`
 	ValidatedAPIServerCPU float64 `json:"floor_validated_apiserver_cpu_s"`
+	// ValidatedEtcdCPU and ValidatedClientCPU are etcd's and the floor's
+	// own (this process's) CPU over the last validated floor: with
+	// AgentCPU, what the two contenders cost the machine's cores.
+	ValidatedEtcdCPU   float64 `json:"floor_validated_etcd_cpu_s"`
+	ValidatedClientCPU float64 `json:"floor_validated_client_cpu_s"`
 	// Latency is the time in flight of driftless's requests by verb and
 	// status code, over its whole first sync.
 	Latency            map[string]string `json:"driftless_request_latency"`
@@ -110,16 +115,19 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 			if err != nil {
 				return 0, err
 			}
+			self := readCPU()
 			d, err := floorApply(ctx, b.env.Config, newWorkload(fmt.Sprintf("v%d", rep), b.apps), best, true)
+			r.ValidatedClientCPU = readCPU().minus(self).self.Seconds()
 			if after, cerr := b.shardsCPU(nil); cerr == nil {
-				r.ValidatedAPIServerCPU = after.APIServer - before.APIServer
+				r.ValidatedAPIServerCPU, r.ValidatedEtcdCPU = after.APIServer-before.APIServer, after.Etcd-before.Etcd
 			}
 			return d, err
 		})
 		if err != nil {
 			return nil, err
 		}
-		step("floor with a dry-run of everything first, concurrency %d: %.2f s (kube-apiserver CPU %.2f s)", best, d.Seconds(), r.ValidatedAPIServerCPU)
+		step("floor with a dry-run of everything first, concurrency %d: %.2f s (CPU: this process %.2f s, kube-apiserver %.2f s, etcd %.2f s)",
+			best, d.Seconds(), r.ValidatedClientCPU, r.ValidatedAPIServerCPU, r.ValidatedEtcdCPU)
 		r.Validated.add(d)
 		r.Requests["floor-validated"] = summarize(srv)
 
