@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,6 +54,11 @@ type firstSync struct {
 	APIServerCPU          float64 `json:"driftless_apiserver_cpu_s"`
 	EtcdCPU               float64 `json:"driftless_etcd_cpu_s"`
 	ValidatedAPIServerCPU float64 `json:"floor_validated_apiserver_cpu_s"`
+	// ValidatedEtcdCPU and ValidatedClientCPU are etcd's and the floor's
+	// own (this process's) CPU over the last validated floor: with
+	// AgentCPU, what the two contenders cost the machine's cores.
+	ValidatedEtcdCPU   float64 `json:"floor_validated_etcd_cpu_s"`
+	ValidatedClientCPU float64 `json:"floor_validated_client_cpu_s"`
 	// Latency is the time in flight of driftless's requests by verb and
 	// status code, over its whole first sync.
 	Latency            map[string]string `json:"driftless_request_latency"`
@@ -71,7 +77,7 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 	r.Requests = map[string]requestSummary{}
 	best, bestTime := 0, time.Duration(0)
 	for _, c := range b.o.concurrencies {
-		d, srv, err := b.serverCounted(ctx, func() (time.Duration, error) {
+		d, srv, err := b.serverCounted(ctx, fmt.Sprintf("floor-%d-c%d", b.size, c), func() (time.Duration, error) {
 			return floorApply(ctx, b.env.Config, newWorkload(fmt.Sprintf("f%d", c), b.apps), c, false)
 		})
 		if err != nil {
@@ -91,7 +97,7 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 	var live *live
 	for rep := 1; rep <= b.o.repeats; rep++ {
 		if rep > 1 {
-			d, srv, err := b.serverCounted(ctx, func() (time.Duration, error) {
+			d, srv, err := b.serverCounted(ctx, fmt.Sprintf("floor-%d-%d", b.size, rep), func() (time.Duration, error) {
 				return floorApply(ctx, b.env.Config, newWorkload(fmt.Sprintf("f%dr%d", best, rep), b.apps), best, false)
 			})
 			if err != nil {
@@ -101,26 +107,33 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 			r.Floor.add(d)
 			r.Requests["floor"] = summarize(srv)
 		}
-		before, err := b.shardsCPU(nil)
-		if err != nil {
-			return nil, err
-		}
-		d, srv, err := b.serverCounted(ctx, func() (time.Duration, error) {
-			return floorApply(ctx, b.env.Config, newWorkload(fmt.Sprintf("v%d", rep), b.apps), best, true)
+		d, srv, err := b.serverCounted(ctx, fmt.Sprintf("validated-%d-%d", b.size, rep), func() (time.Duration, error) {
+			// The CPU read right around the floor, as around driftless's
+			// sync: not the request counts' reads of /metrics, nor the
+			// profile's last second.
+			before, err := b.shardsCPU(nil)
+			if err != nil {
+				return 0, err
+			}
+			self := readCPU()
+			d, err := floorApply(ctx, b.env.Config, newWorkload(fmt.Sprintf("v%d", rep), b.apps), best, true)
+			r.ValidatedClientCPU = readCPU().minus(self).self.Seconds()
+			if after, cerr := b.shardsCPU(nil); cerr == nil {
+				r.ValidatedAPIServerCPU, r.ValidatedEtcdCPU = after.APIServer-before.APIServer, after.Etcd-before.Etcd
+			}
+			return d, err
 		})
 		if err != nil {
 			return nil, err
 		}
-		if after, err := b.shardsCPU(nil); err == nil {
-			r.ValidatedAPIServerCPU = after.APIServer - before.APIServer
-		}
-		step("floor with a dry-run of everything first, concurrency %d: %.2f s (kube-apiserver CPU %.2f s)", best, d.Seconds(), r.ValidatedAPIServerCPU)
+		step("floor with a dry-run of everything first, concurrency %d: %.2f s (CPU: this process %.2f s, kube-apiserver %.2f s, etcd %.2f s)",
+			best, d.Seconds(), r.ValidatedClientCPU, r.ValidatedAPIServerCPU, r.ValidatedEtcdCPU)
 		r.Validated.add(d)
 		r.Requests["floor-validated"] = summarize(srv)
 
 		if rep <= b.o.kubectlRepeats {
 			prefix := fmt.Sprintf("k%d", rep)
-			d, srv, err := b.serverCounted(ctx, func() (time.Duration, error) {
+			d, srv, err := b.serverCounted(ctx, fmt.Sprintf("kubectl-%d-%d", b.size, rep), func() (time.Duration, error) {
 				return b.kubectl.apply(ctx, newWorkload(prefix, b.apps), filepath.Join(b.dir, "kubectl-"+prefix))
 			})
 			if err != nil {
@@ -206,14 +219,16 @@ func (b *bench) firstSync(ctx context.Context, r *firstSync, mem *memResult) (*l
 }
 
 // serverCounted runs f and returns its result with the API server's
-// request counts over it.
-func (b *bench) serverCounted(ctx context.Context, f func() (time.Duration, error)) (time.Duration, requestCounts, error) {
+// request counts over it; with -apiserver-profile, the control plane's
+// CPU profiles over it are named name (controlProfile).
+func (b *bench) serverCounted(ctx context.Context, name string, f func() (time.Duration, error)) (time.Duration, requestCounts, error) {
 	before, err := serverRequests(ctx, b.env.Clientset)
 	if err != nil {
 		return 0, nil, err
 	}
+	stopProfile := b.controlProfile(ctx, name)
 	d, err := f()
-	if err != nil {
+	if err := errors.Join(err, stopProfile()); err != nil {
 		return 0, nil, err
 	}
 	after, err := serverRequests(ctx, b.env.Clientset)

@@ -104,7 +104,7 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	}
 	r := &fleet{Syncs: syncs, Objects: 4 * syncs}
 	step("the validated floor over as many objects, %d (dry run, then apply, 32 at a time)", r.Objects)
-	floor, floorMS, err := b.timedFloor(ctx, newWorkload("v", syncs), r.Objects)
+	floor, floorMS, err := b.timedFloor(ctx, fmt.Sprintf("fleet-%d-validated", syncs), newWorkload("v", syncs), r.Objects)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +136,8 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	if o.profileDir != "" {
 		sampler = startWallSampler(50 * time.Millisecond)
 	}
+	stopProfile := b.controlProfile(ctx, fmt.Sprintf("fleet-%d", syncs))
+	defer func() { err = errors.Join(err, stopProfile()) }()
 	start := time.Now()
 	apps := make([]int, syncs)
 	for i := range apps {
@@ -157,6 +159,9 @@ func runFleet(ctx context.Context, o options, syncs int) (_ *fleet, err error) {
 	stopCPU()
 	after, err := b.usageNow(ctx, nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := stopProfile(); err != nil {
 		return nil, err
 	}
 	r.CPU, _ = after.since(before)

@@ -46,6 +46,9 @@ type options struct {
 	intervalChanges int
 	resultsDir      string
 	profileDir      string
+	// apiserverProfileDir receives CPU profiles of kube-apiserver and
+	// etcd over each timed first sync and the fleet case (controlProfile).
+	apiserverProfileDir string
 	// limits are the timed agent's client-side rate limits.
 	limits clientLimits
 	// concurrent is the agent's --concurrent; 0 leaves its default.
@@ -115,6 +118,7 @@ func main() {
 	fs.IntVar(&o.shards, "shards", 4, "agent processes (shards) of the sharded fleet case")
 	fs.IntVar(&o.shardFloorSyncs, "shard-floor-syncs", 1000, "before the sharded fleet case, time the validated floor on its control plane over the objects of this many of its Syncs (at most -shard-syncs), its baseline, scaled to all of them; 0 skips it")
 	fs.StringVar(&o.profileDir, "profile", "", "write pprof CPU and heap profiles of the engine, and a wall-time breakdown, into this directory")
+	fs.StringVar(&o.apiserverProfileDir, "apiserver-profile", "", "write CPU profiles of kube-apiserver (<contender>-<size>-<rep>.pprof) and etcd (…-etcd.pprof) over each timed first sync and the fleet case into this directory")
 	chart := fs.String("chart", "", "only render the SVG chart of this results JSON next to it, and exit")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if *chart != "" {
@@ -265,6 +269,11 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		runtime.MemProfileRate = 16 << 10 // finer than the default 512 KiB, for the agent's small heap
+	}
+	if o.apiserverProfileDir != "" {
+		if err := os.MkdirAll(o.apiserverProfileDir, 0o755); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	res := &results{

@@ -72,7 +72,7 @@ func startBench(ctx context.Context, o options, name string) (b *bench, stop fun
 	}
 	step("starting a control plane")
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	env, err := testenv.Start(startCtx)
+	env, err := testenv.StartWith(startCtx, testenv.Options{Profiling: o.apiserverProfileDir != ""})
 	cancel()
 	if err != nil {
 		return nil, nil, errors.Join(err, os.RemoveAll(dir))
@@ -247,18 +247,23 @@ func (b *bench) driftlessFirstSync(ctx context.Context, prefix string, limits cl
 	if err != nil {
 		return nil, nil, errors.Join(err, a.stop())
 	}
+	contender := map[bool]string{true: "driftless-unthrottled", false: "driftless"}[limits.unthrottle]
+	stopProfile := b.controlProfile(ctx, fmt.Sprintf("%s-%d-%s", contender, b.size, prefix))
 	start := time.Now()
 	if err := b.admin.Create(ctx, newSync(name, repo.url(), b.o.interval, b.o.syncTimeout)); err != nil {
-		return nil, nil, errors.Join(err, a.stop())
+		return nil, nil, errors.Join(err, stopProfile(), a.stop())
 	}
 	s, at, err := sw.until(waitCtx, rev, func(s *v1alpha1.Sync) bool { return syncedAt(s, rev) })
 	var failure *syncFailure
 	if err != nil && !errors.As(err, &failure) {
-		return nil, nil, errors.Join(err, a.stop())
+		return nil, nil, errors.Join(err, stopProfile(), a.stop())
 	}
 	run := &driftlessRun{wall: at.Sub(start), cpu: readCPU().minus(cpuBefore), failed: failure}
 	if control, err := b.shardsCPU(nil); err == nil {
 		run.control = shardsCPU{APIServer: control.APIServer - controlBefore.APIServer, Etcd: control.Etcd - controlBefore.Etcd}
+	}
+	if err := stopProfile(); err != nil {
+		return nil, nil, errors.Join(err, a.stop())
 	}
 	stopCPU()
 	if sampler != nil {

@@ -138,7 +138,7 @@ func runShards(ctx context.Context, o options, bin string, syncs, shards int) (_
 	floorCPU := 0.0
 	if floorSyncs > 0 {
 		step("the validated floor over %d Syncs' objects, %d (dry run, then apply, 32 at a time)", floorSyncs, 10*floorSyncs)
-		d, perRequest, err := b.timedFloor(ctx, floor, 10*floorSyncs)
+		d, perRequest, err := b.timedFloor(ctx, fmt.Sprintf("shards-%d-validated", syncs), floor, 10*floorSyncs)
 		if err != nil {
 			return nil, err
 		}
@@ -298,18 +298,20 @@ func (u usage) since(before usage) (shardsCPU, requestCounts) {
 
 // timedFloor runs the validated floor over w's objects (a dry run, then
 // an apply, 32 at a time) and returns its time and the API server's CPU
-// per request, in milliseconds, over its 2*objects requests.
-func (b *bench) timedFloor(ctx context.Context, w *workload, objects int) (time.Duration, float64, error) {
+// per request, in milliseconds, over its 2*objects requests; with
+// -apiserver-profile, the control plane's profiles over it are named name.
+func (b *bench) timedFloor(ctx context.Context, name string, w *workload, objects int) (time.Duration, float64, error) {
 	before, err := b.shardsCPU(nil)
 	if err != nil {
 		return 0, 0, err
 	}
+	stopProfile := b.controlProfile(ctx, name)
 	d, err := floorApply(ctx, b.env.Config, w, 32, true)
 	if err != nil {
-		return 0, 0, fmt.Errorf("validated floor: %w", err)
+		return 0, 0, errors.Join(fmt.Errorf("validated floor: %w", err), stopProfile())
 	}
 	after, err := b.shardsCPU(nil)
-	if err != nil {
+	if err := errors.Join(err, stopProfile()); err != nil {
 		return 0, 0, err
 	}
 	return d, 1000 * (after.APIServer - before.APIServer) / float64(2*objects), nil

@@ -44,9 +44,13 @@ type ControlPlane struct {
 	// update, patch, delete) at level Metadata, as JSON lines, to
 	// AuditLogPath; see Env.AuditWrites.
 	Audit bool
+	// Profiling serves Go's pprof endpoints: kube-apiserver's under
+	// /debug/pprof to an admin client, etcd's under EtcdURL/debug/pprof.
+	// The bench profiles the control plane with them (-apiserver-profile).
+	Profiling bool
 
-	// APIServerURL is set by Start.
-	APIServerURL string
+	// APIServerURL and EtcdURL are set by Start.
+	APIServerURL, EtcdURL string
 
 	procs []*exec.Cmd
 	// args are the arguments each component was started with, by name,
@@ -83,7 +87,9 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 	cp.args = map[string][]string{}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	cp.EtcdURL = etcdURL
 	if err := cp.launch(etcdName, nil,
+		"--enable-pprof="+strconv.FormatBool(cp.Profiling),
 		"--name=driftless",
 		"--data-dir="+filepath.Join(cp.Dir, "etcd-data"),
 		"--listen-client-urls="+etcdURL,
@@ -129,7 +135,7 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
-		"--profiling=false",
+		"--profiling="+strconv.FormatBool(cp.Profiling),
 		"--v=0",
 	)...); err != nil {
 		return errors.Join(err, cp.Stop())

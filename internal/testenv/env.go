@@ -45,6 +45,9 @@ type Options struct {
 	// Audit logs every write request to the API server, so that a test
 	// can tell what a process wrote (Env.AuditMark, Env.AuditWrites).
 	Audit bool
+	// Profiling serves the control plane's pprof endpoints; see
+	// ControlPlane.Profiling.
+	Profiling bool
 	// RunDriftlessPods (with Workloads) builds cmd/driftless and starts a
 	// PodRunner that runs it for every Pod of the simulated node whose
 	// container image is DriftlessImage, as its ServiceAccount: the agent
@@ -62,7 +65,7 @@ func StartWith(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: dir, BinDir: DefaultBinDir(), Workloads: opts.Workloads, Audit: opts.Audit}
+	cp := &ControlPlane{Dir: dir, BinDir: DefaultBinDir(), Workloads: opts.Workloads, Audit: opts.Audit, Profiling: opts.Profiling}
 	if err := cp.Start(ctx); err != nil {
 		return nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
 	}
