@@ -93,7 +93,7 @@ func main() {
 	fs.StringVar(&sizes, "sizes", "", "comma-separated object counts, overriding -full; none runs only the fleet case")
 	fs.IntVar(&o.repeats, "repeat", 3, "repetitions of each timing")
 	fs.IntVar(&o.changeRepeats, "change-repeat", 0, "one-object changes timed per trigger (spec edit, webhook push notice); 0: -repeat")
-	fs.StringVar(&concurrencies, "floor-concurrency", "4,8,16,32", "concurrencies tried for the raw server-side-apply floor")
+	fs.StringVar(&concurrencies, "floor-concurrency", "4,8,16,32,64", "concurrencies tried for the raw server-side-apply floor; the validated floor runs at the fastest (the agent keeps up to 64 requests in flight, --apply-concurrency)")
 	fs.DurationVar(&o.interval, "interval", 10*time.Second, "the Sync's interval in the change and steady-state phases")
 	fs.IntVar(&o.intervals, "steady-intervals", 3, "intervals measured in steady state")
 	fs.IntVar(&o.edits, "edits", 50, "drift edits to revert")

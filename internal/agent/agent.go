@@ -146,16 +146,17 @@ func (a *Agent) Setup() error {
 		wake = make(chan controller.WakeUp)
 	}
 	a.syncs, err = controller.Setup(mgr, controller.Options{
-		Shard:         checked.shard,
-		CacheDir:      o.CacheDir,
-		CacheMaxSize:  checked.cacheMaxSize,
-		DryRun:        o.DryRun,
-		Concurrency:   o.Concurrency,
-		FullResync:    o.FullResync,
-		RenderBudgets: o.RenderBudgets,
-		Wake:          wake,
-		Notify:        checked.notifications,
-		NotifyState:   client.ObjectKey{Namespace: o.Namespace, Name: NotifyStateConfigMap},
+		Shard:            checked.shard,
+		CacheDir:         o.CacheDir,
+		CacheMaxSize:     checked.cacheMaxSize,
+		DryRun:           o.DryRun,
+		Concurrency:      o.Concurrency,
+		ApplyConcurrency: o.ApplyConcurrency,
+		FullResync:       o.FullResync,
+		RenderBudgets:    o.RenderBudgets,
+		Wake:             wake,
+		Notify:           checked.notifications,
+		NotifyState:      client.ObjectKey{Namespace: o.Namespace, Name: NotifyStateConfigMap},
 		Tenancy: &controller.Tenancy{
 			AgentNamespace:        o.Namespace,
 			DefaultServiceAccount: o.DefaultServiceAccount,

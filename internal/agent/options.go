@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/internal/admission"
+	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/controller"
 	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/render"
@@ -78,6 +79,8 @@ type Options struct {
 	// Concurrency is how many Syncs, and drifted objects, are handled at
 	// once.
 	Concurrency int
+	// ApplyConcurrency is how many requests one sync keeps in flight.
+	ApplyConcurrency int
 	// DryRun makes every Sync report instead of write.
 	DryRun bool
 	// FullResync is how often a Sync compares every object even when
@@ -145,6 +148,7 @@ func DefaultOptions() Options {
 		CacheDir:             c.CacheDir,
 		CacheMaxSize:         resource.NewQuantity(c.CacheMaxSize, resource.BinarySI).String(),
 		Concurrency:          c.Concurrency,
+		ApplyConcurrency:     c.ApplyConcurrency,
 		FullResync:           c.FullResync,
 		QPS:                  controller.DefaultKubeAPIQPS,
 		Burst:                controller.DefaultKubeAPIBurst,
@@ -196,6 +200,9 @@ func (o Options) check() (checked, error) {
 	if o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline || o.RenewDeadline >= o.LeaseDuration {
 		return r, fmt.Errorf("leader election: --leader-elect-retry-period %s, --leader-elect-renew-deadline %s, --leader-elect-lease-duration %s: each must be shorter than the next",
 			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
+	if o.ApplyConcurrency < 1 {
+		return r, fmt.Errorf("--apply-concurrency %d: a sync needs at least one request in flight (default %d)", o.ApplyConcurrency, apply.DefaultConcurrency)
 	}
 	cacheMaxSize, err := resource.ParseQuantity(o.CacheMaxSize)
 	if err != nil || cacheMaxSize.Sign() < 0 {

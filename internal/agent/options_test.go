@@ -1,6 +1,9 @@
 package agent
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestTrustedProxiesAreReadWithSpacesAroundThem(t *testing.T) {
 	o := DefaultOptions()
@@ -11,5 +14,19 @@ func TestTrustedProxiesAreReadWithSpacesAroundThem(t *testing.T) {
 	}
 	if len(got.trustedProxies) != 2 || got.trustedProxies[1].String() != "fd00::/8" {
 		t.Errorf("trusted proxies = %v", got.trustedProxies)
+	}
+}
+
+// --apply-concurrency below one is refused before the agent connects,
+// naming the flag and its default.
+func TestApplyConcurrencyBelowOneIsRefused(t *testing.T) {
+	o := DefaultOptions()
+	if err := o.Check(); err != nil {
+		t.Fatalf("the defaults are refused: %v", err)
+	}
+	o.ApplyConcurrency = 0
+	err := o.Check()
+	if err == nil || !strings.Contains(err.Error(), "--apply-concurrency 0") || !strings.Contains(err.Error(), "default 64") {
+		t.Errorf("error = %v, want one naming --apply-concurrency 0 and its default 64", err)
 	}
 }

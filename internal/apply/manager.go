@@ -90,9 +90,16 @@ type WaveProgress struct {
 // with; a change by any other manager is drift.
 const FieldManager = "driftless"
 
+// DefaultConcurrency is how many requests one Sync's apply keeps in
+// flight (agent --apply-concurrency). A first sync's dry runs and writes
+// keep two cores of a local API server busy only from about 64 on: at 32
+// the agent's own share of the machine left a fifth of the slots idle
+// (docs/performance.md, round 8).
+const DefaultConcurrency = 64
+
 // DefaultOptions returns the options the agent uses.
 func DefaultOptions(owner string) Options {
-	return Options{FieldManager: FieldManager, Owner: owner, Concurrency: 32, WaitTimeout: time.Minute}
+	return Options{FieldManager: FieldManager, Owner: owner, Concurrency: DefaultConcurrency, WaitTimeout: time.Minute}
 }
 
 // Manager applies and prunes the objects of one Sync.

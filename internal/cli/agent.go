@@ -99,6 +99,7 @@ agent with --shard='' plus one per shard name in use.`,
 	f.StringVar(&o.CacheDir, "cache-dir", d.CacheDir, "directory for git mirrors: one per repository and credentials, shared by the Syncs that read it, with a tree per revision")
 	f.StringVar(&o.CacheMaxSize, "cache-max-size", d.CacheMaxSize, "bound on the git mirrors, extracted OCI artifacts and charts in --cache-dir (a quantity: 2Gi, 512Mi; 0 for none): past it, the least recently used mirror, artifact or chart not in use is removed after each fetch, and fetched again when needed")
 	f.IntVar(&o.Concurrency, "concurrent", d.Concurrency, "Syncs reconciled at the same time, and drifted objects checked at the same time (each sync mostly waits for the API server and git, so more than the cores pays off for fleets of many Syncs)")
+	f.IntVar(&o.ApplyConcurrency, "apply-concurrency", d.ApplyConcurrency, "requests one sync keeps in flight to the API server: its dry runs, writes and deletes (lower it to spare a small API server, whose priority and fairness may otherwise queue or refuse them)")
 	f.Float32Var(&o.QPS, "kube-api-qps", d.QPS, "requests per second the agent may send to the API server (client side; the server's priority and fairness still applies)")
 	f.IntVar(&o.Burst, "kube-api-burst", d.Burst, "burst of requests above --kube-api-qps")
 	f.BoolVar(&o.DryRun, "dry-run", d.DryRun, "write nothing: report what every Sync would create, change, prune and revert (events, status, condition Drifted)")

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/notify"
@@ -22,7 +23,8 @@ import (
 
 // Client-side limits of the agent's API client. Server-side, API Priority
 // and Fairness protects the API server; a low client limit only makes a
-// large first sync wait for itself.
+// large first sync wait for itself. At 10,100 objects, on a two-core
+// local API server, 500 per second does (docs/performance.md, round 8).
 const (
 	DefaultKubeAPIQPS   = 500
 	DefaultKubeAPIBurst = 1000
@@ -53,6 +55,9 @@ type Options struct {
 	// Concurrency is how many Syncs, and how many drifted objects, are
 	// handled at once (DefaultConcurrency).
 	Concurrency int
+	// ApplyConcurrency is how many requests one sync keeps in flight
+	// (apply.DefaultConcurrency).
+	ApplyConcurrency int
 	// FullResync is how often a Sync compares every object even when git
 	// did not change and the watches saw nothing.
 	FullResync time.Duration
@@ -82,7 +87,7 @@ type Options struct {
 
 // DefaultOptions returns the agent's defaults.
 func DefaultOptions() Options {
-	return Options{CacheDir: filepath.Join(os.TempDir(), "driftless"), CacheMaxSize: source.DefaultCacheMaxSize, Concurrency: DefaultConcurrency, FullResync: time.Hour,
+	return Options{CacheDir: filepath.Join(os.TempDir(), "driftless"), CacheMaxSize: source.DefaultCacheMaxSize, Concurrency: DefaultConcurrency, ApplyConcurrency: apply.DefaultConcurrency, FullResync: time.Hour,
 		RenderBudgets: render.DefaultBudgets()}
 }
 
@@ -132,15 +137,16 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		Clusters:   clusters,
 		RenderOptions: engine.RenderOptions{Scope: engine.MapperScope{Mapper: mgr.GetRESTMapper()}, Budgets: opts.RenderBudgets,
 			ChartCache: &charts.Fetcher{Dir: filepath.Join(opts.CacheDir, "charts")}},
-		Discovery:     dc,
-		Store:         store,
-		Recorder:      recorder,
-		Revisions:     revisions,
-		CacheDir:      opts.CacheDir,
-		DryRun:        opts.DryRun,
-		FullResync:    opts.FullResync,
-		DefaultAgeKey: opts.DefaultAgeKey,
-		notifier:      notifier,
+		Discovery:        dc,
+		Store:            store,
+		Recorder:         recorder,
+		Revisions:        revisions,
+		CacheDir:         opts.CacheDir,
+		DryRun:           opts.DryRun,
+		ApplyConcurrency: opts.ApplyConcurrency,
+		FullResync:       opts.FullResync,
+		DefaultAgeKey:    opts.DefaultAgeKey,
+		notifier:         notifier,
 	}
 	policy := drift.DefaultPolicy()
 	drifts := &DriftReconciler{

@@ -96,6 +96,10 @@ type SyncReconciler struct {
 	DefaultAgeKey client.ObjectKey
 	// DryRun makes every Sync report instead of write (agent --dry-run).
 	DryRun bool
+	// ApplyConcurrency bounds the requests one sync, or one deleted
+	// Sync's cleanup, keeps in flight (agent --apply-concurrency); 0
+	// means apply.DefaultConcurrency.
+	ApplyConcurrency int
 	// Watches, when set, watches managed objects for drift; while it
 	// covers a Sync's kinds and nothing changed in git, an interval costs
 	// no request per object. A full comparison still runs every
@@ -136,6 +140,14 @@ func (r *SyncReconciler) Notify(rec notify.Recorder) notify.Recorder {
 func (r *SyncReconciler) Mirror() *source.Mirror {
 	r.mirrorOnce.Do(func() { r.mirror = &source.Mirror{Dir: filepath.Join(r.CacheDir, "mirrors")} })
 	return r.mirror
+}
+
+// applyConcurrency is ApplyConcurrency, or apply.DefaultConcurrency.
+func (r *SyncReconciler) applyConcurrency() int {
+	if r.ApplyConcurrency > 0 {
+		return r.ApplyConcurrency
+	}
+	return apply.DefaultConcurrency
 }
 
 func (r *SyncReconciler) now() time.Time {
@@ -467,7 +479,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// each object's JSON, which the plan, the drift record and the
 	// digests share.
 	byID := w.Rendered()
-	in := engine.Input{Sync: s, Objects: objects, Inventory: previous, DryRun: o.dryRun}
+	in := engine.Input{Sync: s, Objects: objects, Inventory: previous, DryRun: o.dryRun, Concurrency: r.applyConcurrency()}
 	total := len(objects)
 	ahead := kindsAhead(objects, previous)
 	objects = nil

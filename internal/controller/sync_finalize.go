@@ -269,11 +269,11 @@ func (r *SyncReconciler) cleanUp(ctx context.Context, s *v1alpha1.Sync, entries 
 	}
 	c.client = id.client
 	if c.policy == v1alpha1.DeletionOrphan {
-		c.orphaned, c.failed = orphan(ctx, c.client, owner, entries, c.dryRun)
+		c.orphaned, c.failed = orphan(ctx, c.client, owner, entries, c.dryRun, r.applyConcurrency())
 		return c
 	}
 	opts := apply.DefaultOptions(owner)
-	opts.DryRun = c.dryRun
+	opts.DryRun, opts.Concurrency = c.dryRun, r.applyConcurrency()
 	cs, err := apply.NewManager(c.client, opts).Prune(ctx, plan.New(nil, entries).Prune)
 	byID := make(map[plan.ID]plan.Entry, len(entries))
 	for _, e := range entries {
@@ -297,7 +297,7 @@ func (r *SyncReconciler) cleanUp(ctx context.Context, s *v1alpha1.Sync, entries 
 		}
 		c.failed = append(c.failed, leftover{id: oe.ID, err: cause})
 	}
-	orphaned, failed := orphan(ctx, c.client, owner, kept, c.dryRun)
+	orphaned, failed := orphan(ctx, c.client, owner, kept, c.dryRun, r.applyConcurrency())
 	c.orphaned = orphaned
 	c.failed = append(c.failed, failed...)
 	return c
@@ -324,14 +324,14 @@ func (r *SyncReconciler) unlabelLeftovers(ctx context.Context, applier client.Cl
 // orphan removes the driftless.dev/sync label from the objects of entries
 // that still carry owner, concurrently. It returns those it unlabelled
 // (or would, in a dry run) and those it could not.
-func orphan(ctx context.Context, c client.Client, owner string, entries []plan.Entry, dryRun bool) ([]plan.ID, []leftover) {
+func orphan(ctx context.Context, c client.Client, owner string, entries []plan.Entry, dryRun bool, concurrency int) ([]plan.ID, []leftover) {
 	type result struct {
 		done bool
 		err  error
 	}
 	results := make([]result, len(entries))
 	var g errgroup.Group
-	g.SetLimit(apply.DefaultOptions(owner).Concurrency)
+	g.SetLimit(concurrency)
 	for i, e := range entries {
 		g.Go(func() error {
 			results[i].done, results[i].err = unlabel(ctx, c, owner, e, dryRun)

@@ -30,6 +30,9 @@ type Input struct {
 	Inventory []plan.Entry
 	// DryRun validates and compares everything but writes nothing.
 	DryRun bool
+	// Concurrency bounds the requests in flight within the sync (dry
+	// runs, writes, reads, deletes); 0 means apply.DefaultConcurrency.
+	Concurrency int
 	// Known, when set, names the steps known to be equal to the cluster
 	// without asking it (the controller knows from its watches): they are
 	// reported Unchanged and cost no request.
@@ -112,6 +115,9 @@ func Run(ctx context.Context, c client.Client, in Input) Result {
 		return fail(v1alpha1.ReasonInvalidSpec, err)
 	}
 	opts := apply.DefaultOptions(s.LabelValue())
+	if in.Concurrency > 0 {
+		opts.Concurrency = in.Concurrency
+	}
 	opts.DryRun = in.DryRun
 	opts.Wait = in.Wait
 	opts.Wait.Checks = checks

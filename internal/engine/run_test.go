@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/render"
@@ -404,6 +406,72 @@ func TestRunCallsBeforeWriteOnceValidatedAndBeforeAnyWrite(t *testing.T) {
 			}
 			if writes, _ := n.now(); writes != 0 {
 				t.Errorf("%d writes were sent; want none", writes)
+			}
+		})
+	}
+}
+
+// inFlight is a client like c that counts the writes and dry runs in
+// flight at once (each held for a moment, so that the workers overlap)
+// and keeps the most seen.
+type inFlight struct {
+	client.Client
+	mu        sync.Mutex
+	now, most int
+}
+
+func (f *inFlight) hold() func() {
+	f.mu.Lock()
+	f.now++
+	f.most = max(f.most, f.now)
+	f.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	return func() {
+		f.mu.Lock()
+		f.now--
+		f.mu.Unlock()
+	}
+}
+
+func (f *inFlight) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	defer f.hold()()
+	return f.Client.Apply(ctx, obj, opts...)
+}
+
+func (f *inFlight) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	defer f.hold()()
+	return f.Client.Patch(ctx, obj, patch, opts...)
+}
+
+// A sync keeps at most Input.Concurrency requests in flight (agent
+// --apply-concurrency), and without it apply.DefaultConcurrency: a small
+// API server can be spared, and a large sync is not held to a few at a
+// time.
+func TestRunKeepsTheConcurrencyItIsGivenInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		concurrency int
+		// atLeast and atMost bound the most requests seen in flight.
+		atLeast, atMost int
+	}{
+		{concurrency: 3, atLeast: 3, atMost: 3},
+		{concurrency: 0, atLeast: 33, atMost: apply.DefaultConcurrency},
+	} {
+		t.Run(fmt.Sprintf("concurrency %d", tc.concurrency), func(t *testing.T) {
+			ns := env.Namespace(t)
+			var objects []render.Object
+			for i := range 80 {
+				objects = append(objects, configMap(t, ns, fmt.Sprintf("cm-%02d", i), "v1"))
+			}
+			f := &inFlight{Client: c}
+			res := engine.Run(context.Background(), f, engine.Input{Sync: syncIn(ns), Objects: objects, Concurrency: tc.concurrency})
+			if res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			if n := res.Changes.Count(apply.Created); n != len(objects) {
+				t.Fatalf("%d objects created, want %d", n, len(objects))
+			}
+			if f.most < tc.atLeast || f.most > tc.atMost {
+				t.Errorf("at most %d requests were in flight at once, want %d to %d", f.most, tc.atLeast, tc.atMost)
 			}
 		})
 	}
