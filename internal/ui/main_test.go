@@ -109,7 +109,7 @@ func newFixtureIn(t *testing.T, env *testenv.Env, c client.Client, opts func(*ag
 	if opts != nil {
 		opts(&o)
 	}
-	agenttest.Start(t, o)
+	a := agenttest.Start(t, o)
 	s := &v1alpha1.Sync{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec: v1alpha1.SyncSpec{
@@ -119,14 +119,14 @@ func newFixtureIn(t *testing.T, env *testenv.Env, c client.Client, opts func(*ag
 			ServiceAccountName: sa.Name,
 		},
 	}
-	eventually(t, "the Sync is created (the agent installs its CRD as it starts)", func() string {
+	a.Eventually("the Sync is created (the agent installs its CRD as it starts)", func() string {
 		if err := c.Create(ctx, s); err != nil {
 			return err.Error()
 		}
 		return ""
 	})
 	key := client.ObjectKeyFromObject(s)
-	eventually(t, "the Sync is Ready", func() string {
+	a.Eventually("the Sync is Ready", func() string {
 		var got v1alpha1.Sync
 		if err := c.Get(ctx, key, &got); err != nil {
 			return err.Error()

@@ -4,9 +4,11 @@
 package agenttest
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"io"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +20,8 @@ import (
 // Options returns the agent's defaults for a test: the agent talks to cfg
 // (its own identity), lives in namespace, serves no metrics or probe port,
 // elects no leader, keeps its git cache in a temporary directory of the
-// test, and discards its log.
+// test, and keeps the end of its log, which the test prints if it fails
+// (a Sync that never became Ready then says why).
 func Options(t testing.TB, cfg *rest.Config, namespace string) agent.Options {
 	o := agent.DefaultOptions()
 	o.Config = cfg
@@ -26,8 +29,53 @@ func Options(t testing.TB, cfg *rest.Config, namespace string) agent.Options {
 	o.MetricsAddr, o.ProbeAddr = "0", "0"
 	o.LeaderElect = false
 	o.CacheDir = t.TempDir()
-	o.LogTo = io.Discard
+	tail := &logTail{}
+	o.LogTo = tail
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the last %d lines of the agent's log (namespace %s):\n%s", tailLines, namespace, tail.String())
+		}
+	})
 	return o
+}
+
+// tailLines is how many lines of an agent's log a failed test prints.
+const tailLines = 200
+
+// logTail keeps the last tailLines lines written to it.
+type logTail struct {
+	mu    sync.Mutex
+	lines []string
+	part  []byte // the line being written, until its newline
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			l.part = append(l.part, p...)
+			break
+		}
+		l.lines = append(l.lines, string(append(l.part, p[:i]...)))
+		l.part, p = l.part[:0], p[i+1:]
+		if len(l.lines) > 2*tailLines {
+			l.lines = append(l.lines[:0], l.lines[len(l.lines)-tailLines:]...)
+		}
+	}
+	return n, nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines := l.lines
+	if len(lines) > tailLines {
+		lines = lines[len(lines)-tailLines:]
+	}
+	return strings.Join(append(lines, string(l.part)), "\n")
 }
 
 // Agent is an agent running in the test's process.
