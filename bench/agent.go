@@ -52,12 +52,10 @@ type clientLimits struct {
 }
 
 var (
-	// shipped is what `driftless agent` sets by default (--kube-api-qps,
-	// --kube-api-burst): the figure users get.
-	shipped = clientLimits{
-		name: fmt.Sprintf("as shipped (client QPS %d, burst %d)", controller.DefaultKubeAPIQPS, controller.DefaultKubeAPIBurst),
-		qps:  controller.DefaultKubeAPIQPS, burst: controller.DefaultKubeAPIBurst,
-	}
+	// shipped is what `driftless agent` sets by default (--kube-api-qps 0):
+	// no client-side limit when the API server applies priority and
+	// fairness, as the bench's does, else 500/s. The figure users get.
+	shipped = clientLimits{name: "as shipped (--kube-api-qps 0: no client-side limit under the API server's priority and fairness)"}
 	// unthrottled turns client-side limiting off, leaving flow control to
 	// the API server (controller-runtime's own default): what the engine
 	// does when only the server limits it.

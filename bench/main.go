@@ -97,7 +97,7 @@ func main() {
 	fs.DurationVar(&o.interval, "interval", 10*time.Second, "the Sync's interval in the change and steady-state phases")
 	fs.IntVar(&o.intervals, "steady-intervals", 3, "intervals measured in steady state")
 	fs.IntVar(&o.edits, "edits", 50, "drift edits to revert")
-	fs.IntVar(&o.unthrottledRepeats, "unthrottled-repeat", -1, "times driftless's first sync is also timed without its client-side rate limit, a diagnostic; -1: once")
+	fs.IntVar(&o.unthrottledRepeats, "unthrottled-repeat", 0, "times driftless's first sync is also timed without any client-side rate limit, a diagnostic for -client-limits QPS/BURST (as shipped, the agent sets none when the API server applies priority and fairness, as the bench's does)")
 	fs.IntVar(&o.kubectlRepeats, "kubectl-repeat", -1, "times kubectl apply --server-side is timed at each size, the comparison; -1: -repeat, once with -full at 5,000 objects and more")
 	fs.IntVar(&o.intervalChanges, "interval-changes", 1, "changes that wait for the Sync's next interval (their latency is mostly where in the interval they land)")
 	fs.StringVar(&o.resultsDir, "results", "bench/results", "directory for the results JSON")
@@ -153,9 +153,6 @@ func main() {
 	}
 	if o.changeRepeats <= 0 {
 		o.changeRepeats = o.repeats
-	}
-	if o.unthrottledRepeats < 0 {
-		o.unthrottledRepeats = 1
 	}
 	if o.kubectlRepeats < 0 {
 		o.kubectlRepeats = o.repeats

@@ -49,6 +49,8 @@ type Agent struct {
 	memLimit int64
 	// gcPercent is the GOGC the agent set, 0 when the environment's stands.
 	gcPercent int
+	// limit is the client-side rate limit of its API clients.
+	limit ClientLimit
 	// log is this run's log writer (see agentLog).
 	log *logRun
 }
@@ -82,11 +84,12 @@ func New(o Options) (_ *Agent, err error) {
 	cfg := rest.CopyConfig(o.Config)
 	a.memLimit = setSoftMemoryLimit()
 	a.gcPercent = setGCPercent()
-	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	// Writes without a field manager of their own are recorded as
 	// "driftless" (the default is the binary's name), which the admission
 	// webhook recognises as the agent's.
 	cfg.UserAgent = "driftless/" + o.Version
+	a.limit = chooseClientLimit(context.Background(), cfg, o.QPS, o.Burst)
+	a.limit.apply(cfg)
 	if a.opts.Namespace == "" {
 		a.opts.Namespace = os.Getenv("POD_NAMESPACE")
 	}
@@ -275,9 +278,14 @@ func (a *Agent) Serve(ctx context.Context) error {
 		}
 	}
 	ctrl.Log.Info("driftless agent starting", "version", o.Version, "apiServer", a.mgr.GetConfig().Host, "namespace", o.Namespace,
-		"shard", a.checked.shard.String(), "leaderElection", o.LeaderElect, "lease", a.checked.shard.LeaseName(), "leaseDuration", o.LeaseDuration, "dryRun", o.DryRun, "goMemoryLimitFromContainer", a.memLimit, "gogc", a.gcPercent)
+		"shard", a.checked.shard.String(), "leaderElection", o.LeaderElect, "lease", a.checked.shard.LeaseName(), "leaseDuration", o.LeaseDuration, "dryRun", o.DryRun, "goMemoryLimitFromContainer", a.memLimit, "gogc", a.gcPercent,
+		"clientRateLimit", a.limit.String())
 	return a.mgr.Start(ctx)
 }
+
+// ClientLimit is the client-side rate limit of the agent's API clients,
+// as New chose it.
+func (a *Agent) ClientLimit() ClientLimit { return a.limit }
 
 // Namespace is the agent's namespace.
 func (a *Agent) Namespace() string { return a.opts.Namespace }

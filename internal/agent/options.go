@@ -87,7 +87,9 @@ type Options struct {
 	// nothing changed.
 	FullResync time.Duration
 	// QPS and Burst are the client-side rate limit of the agent's API
-	// client (a negative QPS turns it off).
+	// clients, all together: a positive QPS sets it (Burst 0: twice QPS),
+	// a negative one turns it off, and 0 lets the agent choose (none when
+	// the API server applies priority and fairness; see ClientLimit).
 	QPS   float32
 	Burst int
 	// RenderBudgets bound each render.
@@ -150,8 +152,6 @@ func DefaultOptions() Options {
 		Concurrency:          c.Concurrency,
 		ApplyConcurrency:     c.ApplyConcurrency,
 		FullResync:           c.FullResync,
-		QPS:                  controller.DefaultKubeAPIQPS,
-		Burst:                controller.DefaultKubeAPIBurst,
 		RenderBudgets:        c.RenderBudgets,
 		NoCrossNamespaceRefs: true,
 		ClusterName:          notify.DefaultCluster,
@@ -200,6 +200,9 @@ func (o Options) check() (checked, error) {
 	if o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline || o.RenewDeadline >= o.LeaseDuration {
 		return r, fmt.Errorf("leader election: --leader-elect-retry-period %s, --leader-elect-renew-deadline %s, --leader-elect-lease-duration %s: each must be shorter than the next",
 			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
+	if o.Burst < 0 {
+		return r, fmt.Errorf("--kube-api-burst %d: write 0 (twice --kube-api-qps) or more", o.Burst)
 	}
 	if o.ApplyConcurrency < 1 {
 		return r, fmt.Errorf("--apply-concurrency %d: a sync needs at least one request in flight (default %d)", o.ApplyConcurrency, apply.DefaultConcurrency)

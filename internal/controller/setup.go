@@ -21,10 +21,12 @@ import (
 	"github.com/driftless/driftless/internal/source/charts"
 )
 
-// Client-side limits of the agent's API client. Server-side, API Priority
-// and Fairness protects the API server; a low client limit only makes a
-// large first sync wait for itself. At 10,100 objects, on a two-core
-// local API server, 500 per second does (docs/performance.md, round 8).
+// Client-side limits of the agent's API clients when the API server does
+// not apply API Priority and Fairness (when it does, it protects itself,
+// and the agent sets none: internal/agent's ClientLimit). A low limit
+// only makes a large first sync wait for itself: at 10,100 objects, on a
+// two-core local API server, 500 per second did (docs/performance.md,
+// round 8).
 const (
 	DefaultKubeAPIQPS   = 500
 	DefaultKubeAPIBurst = 1000

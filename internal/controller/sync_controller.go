@@ -561,6 +561,9 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		w.Record(res.Changes, byID)
 		w.Forget(uncertain(res)...)
 	}
+	if !o.dryRun {
+		r.settleEchoes(ctx, s, key, w)
+	}
 	w.Release()
 	released = true
 	if watches := r.watchesOf(s); watches != nil {

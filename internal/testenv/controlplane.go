@@ -48,6 +48,10 @@ type ControlPlane struct {
 	// /debug/pprof to an admin client, etcd's under EtcdURL/debug/pprof.
 	// The bench profiles the control plane with them (-apiserver-profile).
 	Profiling bool
+	// NoPriorityAndFairness turns the API server's API Priority and
+	// Fairness off (--enable-priority-and-fairness=false), as on an API
+	// server older than 1.20 or one whose operator turned it off.
+	NoPriorityAndFairness bool
 
 	// APIServerURL and EtcdURL are set by Start.
 	APIServerURL, EtcdURL string
@@ -136,6 +140,7 @@ func (cp *ControlPlane) Start(ctx context.Context) error {
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
 		"--profiling="+strconv.FormatBool(cp.Profiling),
+		"--enable-priority-and-fairness="+strconv.FormatBool(!cp.NoPriorityAndFairness),
 		"--v=0",
 	)...); err != nil {
 		return errors.Join(err, cp.Stop())

@@ -53,6 +53,9 @@ type Options struct {
 	// container image is DriftlessImage, as its ServiceAccount: the agent
 	// Deployment `driftless install` creates then really runs.
 	RunDriftlessPods bool
+	// NoPriorityAndFairness turns the API server's API Priority and
+	// Fairness off; see ControlPlane.NoPriorityAndFairness.
+	NoPriorityAndFairness bool
 }
 
 // Start launches a control plane (etcd and kube-apiserver) in a fresh
@@ -65,7 +68,8 @@ func StartWith(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: dir, BinDir: DefaultBinDir(), Workloads: opts.Workloads, Audit: opts.Audit, Profiling: opts.Profiling}
+	cp := &ControlPlane{Dir: dir, BinDir: DefaultBinDir(), Workloads: opts.Workloads, Audit: opts.Audit, Profiling: opts.Profiling,
+		NoPriorityAndFairness: opts.NoPriorityAndFairness}
 	if err := cp.Start(ctx); err != nil {
 		return nil, fmt.Errorf("%w (logs kept in %s)", err, dir)
 	}
