@@ -30,3 +30,14 @@ func TestApplyConcurrencyBelowOneIsRefused(t *testing.T) {
 		t.Errorf("error = %v, want one naming --apply-concurrency 0 and its default 64", err)
 	}
 }
+
+// A negative --kube-api-burst is refused before the agent connects,
+// saying what to write instead.
+func TestNegativeKubeAPIBurstIsRefused(t *testing.T) {
+	o := DefaultOptions()
+	o.Burst = -1
+	err := o.Check()
+	if err == nil || !strings.Contains(err.Error(), "--kube-api-burst -1") || !strings.Contains(err.Error(), "write 0") {
+		t.Errorf("error = %v, want one naming --kube-api-burst -1 and what to write", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -279,12 +280,20 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 // recorded) then costs no request. Any doubt (the object gone, a read
 // that fails) is no.
 func (r *DriftReconciler) ownEcho(ctx context.Context, live client.Reader, req drift.Request) bool {
+	return leftAsWritten(ctx, live, r.Store.Writes(), req.GVK, client.ObjectKey{Namespace: req.Namespace, Name: req.Name})
+}
+
+// leftAsWritten reports whether the object key of kind gvk, as live
+// reads its metadata, has the resourceVersion the agent's own last write
+// of it returned (writes): nobody has changed it since. Any doubt (the
+// object gone, a read that fails) is no.
+func leftAsWritten(ctx context.Context, live client.Reader, writes *drift.Writes, gvk schema.GroupVersionKind, key client.ObjectKey) bool {
 	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(req.GVK)
-	if err := live.Get(ctx, client.ObjectKey{Namespace: req.Namespace, Name: req.Name}, m); err != nil {
+	m.SetGroupVersionKind(gvk)
+	if err := live.Get(ctx, key, m); err != nil {
 		return false
 	}
-	return r.Store.Writes().Ours(m.UID, m.ResourceVersion)
+	return writes.Ours(m.UID, m.ResourceVersion)
 }
 
 // incidentOf words a drift for people: what was put back (or would be),

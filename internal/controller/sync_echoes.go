@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -27,23 +26,15 @@ func (r *SyncReconciler) settleEchoes(ctx context.Context, s *v1alpha1.Sync, key
 	if len(marked) == 0 {
 		return
 	}
+	// The drift watches (not a stand-in of a test) hold the cache.
 	watches, ok := r.watchesOf(s).(*Watches)
 	if !ok || watches == nil {
 		return
 	}
-	cached := watches.reader()
-	writes := r.Store.Writes()
+	cached, writes := watches.reader(), r.Store.Writes()
 	for id := range marked {
 		o, ok := w.Applied(id)
-		if !ok {
-			continue
-		}
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(o.GVK)
-		if err := cached.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, m); err != nil {
-			continue
-		}
-		if writes.Ours(m.UID, m.ResourceVersion) {
+		if ok && leftAsWritten(ctx, cached, writes, o.GVK, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}) {
 			r.Store.Checked(key, id)
 		}
 	}
