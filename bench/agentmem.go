@@ -76,23 +76,14 @@ type agentMemory struct {
 // its steady RSS is read.
 const quietFor = 3 * time.Second
 
-// agentBuildTags are the build tags of the image's binary (the
-// Dockerfile's go build): without Kustomize's Go plugin loader, whose
-// import of "plugin" makes a cgo build link every method and export every
-// symbol.
-const agentBuildTags = "kustomize_disable_go_plugin_support"
-
 // agentBinary builds `driftless agent` into dir as the Dockerfile builds
-// the image's binary: static (CGO_ENABLED=0), with its tags, without
-// symbol tables. Only -trimpath is left out: it would rebuild every
-// package and changes nothing the process maps.
+// the image's binary (testenv.BuildAgent: static, with its tags), without
+// symbol tables. Only -trimpath is left out: it would compile every
+// package again and changes nothing the process maps.
 func agentBinary(dir string) (string, error) {
 	bin := filepath.Join(dir, "driftless")
-	cmd := exec.Command("go", "build", "-tags", agentBuildTags, "-ldflags", "-s -w", "-o", bin, "github.com/driftless/driftless/cmd/driftless")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("CGO_ENABLED=0 go build cmd/driftless: %w\n%s", err, out)
+	if err := testenv.BuildAgent(bin, "-ldflags", "-s -w"); err != nil {
+		return "", err
 	}
 	return bin, nil
 }

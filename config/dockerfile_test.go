@@ -3,11 +3,12 @@ package config_test
 import (
 	"debug/elf"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // The image the Deployment runs: its Dockerfile builds a static binary
@@ -38,14 +39,12 @@ func TestDockerfileBuildsAStaticBinaryRunAsNonRoot(t *testing.T) {
 		}
 	}
 
+	// The build every test and `make build` make (CGO_ENABLED=0, the
+	// Dockerfile's tags), without the Dockerfile's -trimpath, which changes
+	// nothing about linking but would compile every package again.
 	bin := filepath.Join(t.TempDir(), "driftless")
-	// Without the Dockerfile's -trimpath and -ldflags, which change
-	// nothing about linking but would rebuild every package.
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/driftless")
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 go build ./cmd/driftless: %v\n%s", err, out)
+	if err := testenv.BuildAgent(bin); err != nil {
+		t.Fatal(err)
 	}
 	f, err := elf.Open(bin)
 	if err != nil {

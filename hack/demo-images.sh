@@ -19,7 +19,7 @@ demo_traps
 say "Starting a local Kubernetes cluster and an image registry, both on loopback"
 hack/local-cluster.sh down >/dev/null
 rm -rf "$demo_dir" && mkdir -p "$demo_dir"
-go build -o bin/registry ./hack/registry
+CGO_ENABLED=0 go build -o bin/registry ./hack/registry
 kubeconfig="$(hack/local-cluster.sh up 3>&- 4>&-)"
 export KUBECONFIG="$kubeconfig"
 kubectl() { "$root/bin/k8s/kubectl" "$@"; }

@@ -21,5 +21,7 @@ if [[ "${1:-}" == "up" ]]; then
   hack/controlplane/build.sh >&2
 fi
 mkdir -p bin
-go build -o bin/localcluster ./hack/localcluster
+# Static, as every build of the Makefile and the tests (one compile of the
+# shared packages serves them all).
+CGO_ENABLED=0 go build -o bin/localcluster ./hack/localcluster
 exec bin/localcluster "$@"

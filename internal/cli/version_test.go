@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // `make build` stamps the version and commit into the binary with the
@@ -20,9 +22,8 @@ func TestVersionReportsWhatTheMakefileStampsAndTheKubernetesAPI(t *testing.T) {
 	const wantVersion, wantCommit = "v0.0.0-test.1", "0123abc"
 	ldflags := makefileLDFlags(t, map[string]string{"$(VERSION)": wantVersion, "$(COMMIT)": wantCommit})
 	bin := filepath.Join(t.TempDir(), "driftless")
-	build := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, "github.com/driftless/driftless/cmd/driftless")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build -ldflags %q: %v\n%s", ldflags, err, out)
+	if err := testenv.BuildAgent(bin, "-ldflags", ldflags); err != nil {
+		t.Fatalf("-ldflags %q: %v", ldflags, err)
 	}
 	out, err := exec.Command(bin, "version", "--output", "json").Output()
 	if err != nil {

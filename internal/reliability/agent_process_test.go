@@ -19,19 +19,11 @@ var driftlessBinary = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "driftless")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/driftless/driftless/cmd/driftless").CombinedOutput()
-	if err != nil {
-		return "", &buildError{err: err, out: string(out)}
+	if err := testenv.BuildAgent(bin); err != nil {
+		return "", err
 	}
 	return bin, nil
 })
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return "go build cmd/driftless: " + e.err.Error() + "\n" + e.out }
 
 // agentProcess is `driftless agent` as a process of its own, so that a
 // test can SIGKILL it in the middle of a sync.

@@ -455,15 +455,9 @@ func ptrTo[T any](v T) *T { return &v }
 // BuildDriftless builds cmd/driftless of the checkout into dir and returns
 // the binary's path, for a PodRunner to run.
 func BuildDriftless(dir string) (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
 	bin := filepath.Join(dir, "driftless")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/driftless")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build cmd/driftless: %w\n%s", err, out)
+	if err := BuildAgent(bin); err != nil {
+		return "", err
 	}
 	return bin, nil
 }
