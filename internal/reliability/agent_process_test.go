@@ -18,11 +18,7 @@ var driftlessBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "driftless")
-	if err := testenv.BuildAgent(bin); err != nil {
-		return "", err
-	}
-	return bin, nil
+	return testenv.BuildDriftless(dir)
 })
 
 // agentProcess is `driftless agent` as a process of its own, so that a

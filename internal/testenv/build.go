@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 )
 
 // AgentBuildTags are the build tags of `make build` and of the image's
@@ -33,4 +34,14 @@ func BuildAgent(bin string, extra ...string) error {
 		return fmt.Errorf("CGO_ENABLED=0 go build -tags %s ./cmd/driftless: %w\n%s", AgentBuildTags, err, out)
 	}
 	return nil
+}
+
+// BuildDriftless builds cmd/driftless of the checkout into dir and returns
+// the binary's path (dir/driftless), as BuildAgent builds it.
+func BuildDriftless(dir string) (string, error) {
+	bin := filepath.Join(dir, "driftless")
+	if err := BuildAgent(bin); err != nil {
+		return "", err
+	}
+	return bin, nil
 }

@@ -451,13 +451,3 @@ func (r *PodRunner) envValue(ctx context.Context, pod *corev1.Pod, e corev1.EnvV
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-// BuildDriftless builds cmd/driftless of the checkout into dir and returns
-// the binary's path, for a PodRunner to run.
-func BuildDriftless(dir string) (string, error) {
-	bin := filepath.Join(dir, "driftless")
-	if err := BuildAgent(bin); err != nil {
-		return "", err
-	}
-	return bin, nil
-}
