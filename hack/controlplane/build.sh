@@ -54,5 +54,5 @@ for s in "${kwok_stages[@]}"; do
 done
 echo "$stamp" > "$out/.stamp"
 "$out/kube-apiserver" --version
-"$out/etcd" --version | head -1
-"$out/kwok" --version 2>/dev/null | head -1 || true
+"$out/etcd" --version | sed -n 1p
+"$out/kwok" --version 2>/dev/null | sed -n 1p || true
