@@ -101,9 +101,9 @@ func keyOrDefault(k string) string {
 // ParseKubeConfig turns a kubeconfig into a client configuration for the
 // cluster of its current context, with that cluster's server address and
 // proxy-url (scheme and host, without credentials or path); the Secret's
-// fields are left empty. Only what the kubeconfig
-// itself holds is used: a bearer token, a client certificate and key, or
-// a user name and password, and the server's CA. Exec and auth-provider
+// fields are left empty. Only what the kubeconfig itself holds is used: a
+// bearer token, a client certificate and key, or a user name and
+// password, and the server's CA. Exec and auth-provider
 // plugins (which would run programs in the agent) and paths to files
 // (which would read the agent's own files, its token among them) are
 // refused. No error quotes the kubeconfig's content.
