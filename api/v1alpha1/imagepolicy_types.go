@@ -189,6 +189,11 @@ type PullRequestSpec struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^https?://`
 	Address string `json:"address,omitempty"`
+	// Insecure allows an http:// address on a host that is not loopback
+	// (127.0.0.0/8, ::1, localhost): the token then crosses the network
+	// in clear. Without it such an address is refused before any request.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 	// TokenSecretRef names a Secret in the Sync's namespace whose entry
 	// token is the API token.
 	TokenSecretRef LocalObjectReference `json:"tokenSecretRef"`

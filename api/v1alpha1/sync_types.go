@@ -641,12 +641,15 @@ type HealthCheck struct {
 	Kind string `json:"kind,omitempty"`
 	// Current is true when the object is healthy.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
 	Current string `json:"current"`
 	// InProgress is true while the object is on its way.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	InProgress string `json:"inProgress,omitempty"`
 	// Failed is true when the object will not become healthy: the wait
 	// ends at once and the sync fails with HealthCheckFailed.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	Failed string `json:"failed,omitempty"`
 }

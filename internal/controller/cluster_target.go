@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -52,10 +51,8 @@ func (r *SyncReconciler) targetOf(ctx context.Context, s *v1alpha1.Sync, local i
 		}
 		return target{}, v1alpha1.ReasonInvalidSpec, err
 	}
-	if hosts := r.sourceHosts(s); hosts.Restricts() {
-		if err := hosts.CheckHost(fmt.Sprintf("the server of spec.kubeConfig (Secret %s)", kc.Secret), kc.Server); err != nil {
-			return target{}, v1alpha1.ReasonInvalidSpec, err
-		}
+	if err := kc.CheckHosts(r.sourceHosts(s)); err != nil {
+		return target{}, v1alpha1.ReasonInvalidSpec, err
 	}
 	rc, err := r.Clusters.use(syncKey, clusterKey(s), kc)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/source"
 )
 
 // ErrKubeConfigUnreadable wraps an error of the API server while reading
@@ -27,6 +28,9 @@ type KubeConfig struct {
 	Config *rest.Config
 	// Server is the cluster's address without credentials, for messages.
 	Server string
+	// Proxy is the address of the kubeconfig's proxy-url without
+	// credentials, or "" when it names none.
+	Proxy string
 	// Secret is the Secret it was read from, and Version that Secret's
 	// resourceVersion: a client built from Config stays good while the
 	// Secret is at Version.
@@ -65,11 +69,26 @@ func ReadKubeConfig(ctx context.Context, reader Reader, s *v1alpha1.Sync) (*Kube
 	if !ok {
 		return nil, fmt.Errorf("spec.kubeConfig's Secret %s has no key %s: put the kubeconfig under that key, or set spec.kubeConfig.secretRef.key", key, keyOrDefault(ref.Key))
 	}
-	cfg, server, err := ParseKubeConfig(data)
+	kc, err := ParseKubeConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("spec.kubeConfig's Secret %s, key %s, %w", key, dataKey, err)
 	}
-	return &KubeConfig{Config: cfg, Server: server, Secret: key, Key: dataKey, Version: sec.ResourceVersion}, nil
+	kc.Secret, kc.Key, kc.Version = key, dataKey, sec.ResourceVersion
+	return kc, nil
+}
+
+// CheckHosts returns a *source.HostNotAllowedError when hosts (the
+// agent's --tenant-source-hosts, for a tenant's Sync) does not allow the
+// host of the server or of the proxy-url the kubeconfig reaches it
+// through.
+func (kc *KubeConfig) CheckHosts(hosts source.Hosts) error {
+	if err := hosts.CheckURL(fmt.Sprintf("the server of spec.kubeConfig (Secret %s)", kc.Secret), kc.Server); err != nil {
+		return err
+	}
+	if kc.Proxy == "" {
+		return nil
+	}
+	return hosts.CheckURL(fmt.Sprintf("the proxy-url of spec.kubeConfig (Secret %s)", kc.Secret), kc.Proxy)
 }
 
 func keyOrDefault(k string) string {
@@ -80,29 +99,33 @@ func keyOrDefault(k string) string {
 }
 
 // ParseKubeConfig turns a kubeconfig into a client configuration for the
-// cluster of its current context, and that cluster's server address
-// (scheme and host, without credentials or path). Only what the kubeconfig
-// itself holds is used: a bearer token, a client certificate and key, or
-// a user name and password, and the server's CA. Exec and auth-provider
+// cluster of its current context, with that cluster's server address and
+// proxy-url (scheme and host, without credentials or path); the Secret's
+// fields are left empty. Only what the kubeconfig itself holds is used: a
+// bearer token, a client certificate and key, or a user name and
+// password, and the server's CA. Exec and auth-provider
 // plugins (which would run programs in the agent) and paths to files
 // (which would read the agent's own files, its token among them) are
 // refused. No error quotes the kubeconfig's content.
-func ParseKubeConfig(data []byte) (*rest.Config, string, error) {
+func ParseKubeConfig(data []byte) (*KubeConfig, error) {
 	raw, err := clientcmd.Load(data)
 	if err != nil {
 		// The parser's message may quote the document: say only what.
-		return nil, "", errors.New("is not a kubeconfig (YAML or JSON of kind Config)")
+		return nil, errors.New("is not a kubeconfig (YAML or JSON of kind Config)")
 	}
 	if err := checkKubeConfig(raw); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	ctx := raw.Contexts[raw.CurrentContext]
-	server := raw.Clusters[ctx.Cluster].Server
+	cluster := raw.Clusters[raw.Contexts[raw.CurrentContext].Cluster]
 	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, raw.CurrentContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot be used: %w", err)
+		return nil, fmt.Errorf("cannot be used: %w", err)
 	}
-	return cfg, ServerOf(server), nil
+	kc := &KubeConfig{Config: cfg, Server: ServerOf(cluster.Server)}
+	if cluster.ProxyURL != "" {
+		kc.Proxy = ServerOf(cluster.ProxyURL)
+	}
+	return kc, nil
 }
 
 // checkKubeConfig refuses what ParseKubeConfig does not take.

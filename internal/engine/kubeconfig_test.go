@@ -1,8 +1,13 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/driftless/driftless/internal/source"
 )
 
 const kubeConfigHead = `apiVersion: v1
@@ -34,13 +39,13 @@ func TestParseKubeConfig(t *testing.T) {
 		{name: "no credentials are refused", user: "    {}\n", want: "has no credentials"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, server, err := ParseKubeConfig([]byte(kubeConfigHead + tc.user))
+			kc, err := ParseKubeConfig([]byte(kubeConfigHead + tc.user))
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if server != "https://10.1.2.3:6443" || cfg.BearerToken != "s3cr3t-token" {
-					t.Fatalf("server %q, token %q", server, cfg.BearerToken)
+				if kc.Server != "https://10.1.2.3:6443" || kc.Config.BearerToken != "s3cr3t-token" {
+					t.Fatalf("server %q, token %q", kc.Server, kc.Config.BearerToken)
 				}
 				return
 			}
@@ -52,7 +57,71 @@ func TestParseKubeConfig(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := ParseKubeConfig([]byte("token: s3cr3t: [")); err == nil || strings.Contains(err.Error(), "s3cr3t") {
+	if _, err := ParseKubeConfig([]byte("token: s3cr3t: [")); err == nil || strings.Contains(err.Error(), "s3cr3t") {
 		t.Fatalf("a broken kubeconfig: error %v", err)
 	}
+}
+
+// A tenant's kubeconfig reaches its cluster through its proxy-url: the
+// proxy's host must be allowed as the server's is, or the agent would
+// connect (with the kubeconfig's credentials) to a host the tenant may
+// not reach.
+func TestKubeConfigHostsAreCheckedWithTheProxy(t *testing.T) {
+	allowed, err := source.ParseHosts([]string{"10.1.2.3", "proxy.corp.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := func(proxy string) *KubeConfig {
+		t.Helper()
+		data := kubeConfigHead + "    token: s3cr3t-token\n"
+		if proxy != "" {
+			data = strings.Replace(data, "    server:", "    proxy-url: "+proxy+"\n    server:", 1)
+		}
+		k, err := ParseKubeConfig([]byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.Secret = client.ObjectKey{Namespace: "shop", Name: "cluster-b"}
+		return k
+	}
+	for _, tc := range []struct {
+		name, proxy, want string
+	}{
+		{"no proxy: the server alone is checked", "", ""},
+		{"an allowed proxy is accepted", "http://proxy.corp.example:3128", ""},
+		{"a proxy on another host is refused, naming it", "http://u:s3cr3t@evil.example:3128",
+			"the proxy-url of spec.kubeConfig (Secret shop/cluster-b) is on host evil.example:3128"},
+		{"a socks5 proxy on another host is refused", "socks5://evil.example:1080", "is on host evil.example:1080"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := kc(tc.proxy).CheckHosts(allowed)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var hne *source.HostNotAllowedError
+			if !errors.As(err, &hne) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want a HostNotAllowedError saying %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Fatalf("the error quotes the proxy's password: %v", err)
+			}
+		})
+	}
+	if err := kc("").CheckHosts(source.Hosts{}); err != nil {
+		t.Fatalf("without --tenant-source-hosts: %v", err)
+	}
+	if err := kc("http://evil.example:3128").CheckHosts(must(source.ParseHosts([]string{"proxy.corp.example"}))); err == nil ||
+		!strings.Contains(err.Error(), "the server of spec.kubeConfig") {
+		t.Fatalf("a server not allowed: error %v, want it to name the server", err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

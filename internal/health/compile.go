@@ -23,16 +23,26 @@ import (
 // object the API server stores, every list of it as long as that object
 // allows: a pass over a list fits; a comprehension inside another (a
 // cost that grows with the square of a list's length) does not. The
-// evaluation on the live object is bounded much lower, by the API
-// server's limit on one CEL rule of a CRD (PerCallLimit).
+// evaluation on the live object is bounded much lower: an evaluation
+// allocates about 35 bytes per unit of cost (many small values, such as
+// a literal split into characters), so MaxCost and MaxConcurrent bound
+// the memory all evaluations hold at once to about 14 MiB.
 const (
+	// MaxExpressionLength bounds the bytes of one expression (the CRD's
+	// maxLength of current, inProgress and failed says the same).
+	MaxExpressionLength = 4096
 	// MaxEstimatedCost bounds the cost Compile estimates: an expression
 	// estimated over it is refused.
 	MaxEstimatedCost = 100_000_000
 	// MaxCost bounds the cost of one evaluation on the live object; an
 	// evaluation that reaches it stops, and the object stays InProgress.
-	MaxCost = 1_000_000
-	// EvalTimeout bounds one evaluation.
+	// A comprehension over a list long enough to reach it (some 20,000
+	// entries) runs into EvalTimeout first.
+	MaxCost = 100_000
+	// MaxConcurrent bounds the evaluations that run at once in the
+	// process, whichever Syncs they are for; the others wait.
+	MaxConcurrent = 4
+	// EvalTimeout bounds one evaluation (once it runs).
 	EvalTimeout = time.Second
 	// MaxObjectBytes is the largest object the estimate assumes (the API
 	// server's request limit): a list or map of it has at most half as
@@ -68,8 +78,9 @@ type expression struct {
 // Compile compiles every expression of hcs (a Sync's spec.healthChecks).
 // The error joins one line per problem, each naming its field
 // (spec.healthChecks[1].failed: …) and what to change: an expression that
-// does not parse or type-check, one that cannot return a bool, one whose
-// estimated cost is over MaxEstimatedCost, a missing current, an
+// does not parse or type-check, one that cannot return a bool, one longer
+// than MaxExpressionLength, one whose estimated cost is over
+// MaxEstimatedCost, a missing current, an
 // apiVersion it cannot read, a second check for the same kind.
 func Compile(hcs []v1alpha1.HealthCheck) (*Checks, error) {
 	if len(hcs) == 0 {
@@ -102,6 +113,10 @@ func Compile(hcs []v1alpha1.HealthCheck) (*Checks, error) {
 				if e.name == "current" {
 					errs = append(errs, fmt.Errorf("%s is empty: write the CEL expression that is true when %s is healthy", f, describe(gk)))
 				}
+				continue
+			}
+			if len(e.text) > MaxExpressionLength {
+				errs = append(errs, fmt.Errorf("%s has %d bytes, over the limit of %d: write a shorter expression", f, len(e.text), MaxExpressionLength))
 				continue
 			}
 			x, err := compile(e.text)

@@ -82,8 +82,18 @@ func (ch *check) evaluate(ctx context.Context, u *unstructured.Unstructured) Res
 	return Result{Status: status.InProgressStatus, Message: fmt.Sprintf("%s is not true yet (%s)", ch.current.field, shown(ch.current.text))}
 }
 
-// eval runs the expression within MaxCost and EvalTimeout.
+// running holds a token for each evaluation under way (MaxConcurrent).
+var running = make(chan struct{}, MaxConcurrent)
+
+// eval runs the expression within MaxCost and EvalTimeout, once fewer
+// than MaxConcurrent evaluations run (or ctx ends).
 func (x *expression) eval(ctx context.Context, vars map[string]any) (bool, error) {
+	select {
+	case running <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-running }()
 	ctx, cancel := context.WithTimeout(ctx, EvalTimeout)
 	defer cancel()
 	v, _, err := x.prog.ContextEval(ctx, vars)

@@ -109,6 +109,23 @@ func (h Hosts) CheckHost(what, raw string) error {
 	return &HostNotAllowedError{What: what, Host: host, Hosts: h}
 }
 
+// CheckURL returns a *HostNotAllowedError when h does not allow the host
+// of raw, a URL of any scheme (an API server, a proxy), or when h
+// restricts and raw names no host that can be read. Unlike CheckHost it
+// asks for no repository path.
+func (h Hosts) CheckURL(what, raw string) error {
+	if !h.Restricts() {
+		return nil
+	}
+	host := "(none that can be read)"
+	if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+		if host = strings.ToLower(u.Host); h.Allows(host) {
+			return nil
+		}
+	}
+	return &HostNotAllowedError{What: what, Host: host, Hosts: h}
+}
+
 // addressHost returns the host of a URL or scp-like address, lowercased,
 // with its port when it has one; ok is false when it names none.
 func addressHost(raw string) (string, bool) {

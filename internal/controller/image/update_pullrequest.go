@@ -58,6 +58,9 @@ func (r *UpdateReconciler) forge(ctx context.Context, reader engine.Reader, s *v
 	if address == "" {
 		return nil, fmt.Errorf("spec.imageUpdate.pullRequest.address is required for provider %s: the API base URL, such as https://gitea.example.com/api/v1", p.Provider)
 	}
+	if err := update.CheckAddress(address, p.Insecure); err != nil {
+		return nil, err
+	}
 	host, repo, ok := source.RepositoryAddress(s.Spec.Source.Git.URL)
 	if !ok {
 		return nil, fmt.Errorf("spec.source.git.url %s names no repository on a server: PullRequest mode needs an https, http or SSH address", source.Redact(s.Spec.Source.Git.URL))
@@ -79,7 +82,7 @@ func (r *UpdateReconciler) forge(ctx context.Context, reader engine.Reader, s *v
 	if token == "" {
 		return nil, fmt.Errorf("token Secret %s has no %s entry: add the API token under %s", name, TokenKey, TokenKey)
 	}
-	return &update.Forge{Provider: p.Provider, Address: address, Repo: repo, Token: token, Client: r.HTTPClient}, nil
+	return &update.Forge{Provider: p.Provider, Address: address, Insecure: p.Insecure, Repo: repo, Token: token, Client: r.HTTPClient}, nil
 }
 
 // propose opens, updates or closes the Sync's pull request after out,

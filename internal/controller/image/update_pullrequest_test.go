@@ -212,6 +212,8 @@ func TestPullRequestModeRefusesWhatWouldMisplaceTheToken(t *testing.T) {
 			"nothing pushed: token Secret %s/nope does not exist: create it with the API token under token"},
 		{"an address on another host", func(p *v1alpha1.PullRequestSpec) { p.Address = strings.Replace(p.Address, "127.0.0.1", "localhost", 1) },
 			"is not on 127.0.0.1, the host of spec.source.git.url"},
+		{"a plain http address on a host that is not loopback", func(p *v1alpha1.PullRequestSpec) { p.Address = "http://gitea.example:3000/api/v1" },
+			"is plain http to gitea.example, which is not a loopback address: the token would cross the network in clear"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newPRFixture(t, "gitea")

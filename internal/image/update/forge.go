@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -41,6 +42,9 @@ type Forge struct {
 	// Repo is owner/repo (GitHub, Gitea) or the project's path (GitLab).
 	Repo  string
 	Token string
+	// Insecure allows a plain http:// Address on a host that is not
+	// loopback (see CheckAddress).
+	Insecure bool
 	// Client sends the requests; nil is a client with a 30 s timeout.
 	Client *http.Client
 }
@@ -225,6 +229,9 @@ func (f *Forge) call(ctx context.Context, method, path string, body, out any) er
 		}
 		reader = bytes.NewReader(b)
 	}
+	if err := CheckAddress(f.Address, f.Insecure); err != nil {
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(f.Address, "/")+path, reader)
 	if err != nil {
 		return fmt.Errorf("spec.imageUpdate.pullRequest.address %q does not make a request", f.Address)
@@ -360,4 +367,29 @@ func (w wirePR) pullRequest() PullRequest {
 		pr.State = v1alpha1.PullRequestMerged
 	}
 	return pr
+}
+
+// CheckAddress refuses an API address that would carry the token in
+// clear: http:// is taken only to a loopback host (127.0.0.0/8, ::1,
+// localhost), or when insecure (spec.imageUpdate.pullRequest.insecure).
+func CheckAddress(address string, insecure bool) error {
+	u, err := url.Parse(address)
+	if err != nil || u.Hostname() == "" {
+		return fmt.Errorf("spec.imageUpdate.pullRequest.address %q is not a URL such as https://gitea.example.com/api/v1", address)
+	}
+	switch {
+	case strings.EqualFold(u.Scheme, "https"), insecure:
+		return nil
+	case !strings.EqualFold(u.Scheme, "http"):
+		return fmt.Errorf("spec.imageUpdate.pullRequest.address %s has the scheme %q: use https", address, u.Scheme)
+	case loopback(u.Hostname()):
+		return nil
+	}
+	return fmt.Errorf("spec.imageUpdate.pullRequest.address %s is plain http to %s, which is not a loopback address: "+
+		"the token would cross the network in clear; use https, or set spec.imageUpdate.pullRequest.insecure: true", address, u.Hostname())
+}
+
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return strings.EqualFold(host, "localhost") || ip != nil && ip.IsLoopback()
 }

@@ -2,6 +2,7 @@ package update
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -267,5 +268,50 @@ func TestGiteaRefusesALabelTheRepositoryLacks(t *testing.T) {
 	}
 	if prs := srv.PRs(); len(prs) != 0 {
 		t.Errorf("opened %+v", prs)
+	}
+}
+
+// An http:// API address on a host that is not loopback would carry the
+// token in clear: it is refused before any request, unless the pull
+// request settings say insecure. (The client dials the loopback recorder
+// whatever the address names, so a request that was sent would arrive.)
+func TestPullRequestTokenIsNotSentInClear(t *testing.T) {
+	srv := forgetest.New(t, "gitea", "ops/fleet")
+	toRecorder := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, strings.TrimPrefix(srv.URL, "http://"))
+	}}}
+	remote := "http://gitea.example:3000" + srv.Prefix
+	for _, tc := range []struct {
+		name     string
+		address  string
+		insecure bool
+		want     string // in the error; "" for a request that is sent
+	}{
+		{"plain http to another host is refused", remote, false,
+			"spec.imageUpdate.pullRequest.address " + remote + " is plain http to gitea.example, which is not a loopback address: the token would cross the network in clear; use https, or set spec.imageUpdate.pullRequest.insecure: true"},
+		{"plain http to another host with insecure is sent", remote, true, ""},
+		{"plain http to loopback is sent", srv.Address(), false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(srv.Requests())
+			f := &Forge{Provider: v1alpha1.ProviderGitea, Address: tc.address, Insecure: tc.insecure, Repo: "ops/fleet", Token: prToken, Client: toRecorder}
+			_, err := f.FindOpen(context.Background(), "image-updates")
+			sent := len(srv.Requests()) - before
+			if tc.want == "" {
+				if err != nil || sent == 0 {
+					t.Fatalf("FindOpen: %v, %d requests; want it sent", err, sent)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("FindOpen: error %v, want it to say %q", err, tc.want)
+			}
+			if sent != 0 {
+				t.Fatalf("%d requests reached the API with the token", sent)
+			}
+			if err := CheckAddress(tc.address, tc.insecure); err == nil {
+				t.Fatalf("CheckAddress(%s) accepts what Forge refuses", tc.address)
+			}
+		})
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/driftless/driftless/internal/source/oci"
 )
 
 // Limits a Fetcher applies when its own are zero.
@@ -188,13 +190,8 @@ func cacheKey(ref Ref) string {
 	if ref.OCI != "" {
 		source = fmt.Sprintf("oci=%s insecure=%t", strings.TrimSuffix(ref.OCI, "/")+"|"+ref.Name, ref.Insecure)
 	}
-	h := sha256.New()
 	c := ref.Credentials
-	for _, part := range [][]byte{[]byte(source), []byte(c.Username), []byte(c.Password), []byte(c.Token), c.CA} {
-		fmt.Fprintf(h, "%d:", len(part))
-		h.Write(part)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:24]
+	return oci.ScopeKey(source, []byte(c.Username), []byte(c.Password), []byte(c.Token), c.CA)
 }
 
 // scope is the directory of the cache that holds one source's charts read

@@ -36,7 +36,9 @@ func (e *EntryError) Error() string {
 // Extract writes the gzipped tarball r into dir, which must exist and be
 // empty. It refuses (with an *EntryError) absolute names, names with
 // "..", hard links, devices, a symbolic link whose target is absolute,
-// leaves dir or passes through another link, and anything past limits.
+// leaves dir or passes through another link, and anything past limits:
+// every header counts as an entry (pax global headers too), and what is
+// not a file's contents may take MaxHeaderBytes an entry on average.
 // On error dir may hold part of the files: the caller removes it.
 func Extract(r io.Reader, dir string, limits Limits) error {
 	gz, err := gzip.NewReader(r)
@@ -44,17 +46,17 @@ func Extract(r io.Reader, dir string, limits Limits) error {
 		return fmt.Errorf("the layer is not gzip: %w", err)
 	}
 	defer gz.Close()
-	tr := tar.NewReader(gz)
-	var entries int
+	in := &counter{r: gz}
+	hr := &headers{tr: tar.NewReader(in), in: in, maxEntries: limits.MaxEntries}
 	var total int64
 	links := map[string]string{}
 	for {
-		h, err := tr.Next()
+		h, err := hr.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("the layer is not a tarball: %w", err)
+			return err
 		}
 		if h.Typeflag == tar.TypeXGlobalHeader {
 			continue
@@ -65,10 +67,6 @@ func Extract(r io.Reader, dir string, limits Limits) error {
 		}
 		if name == "." {
 			continue
-		}
-		entries++
-		if limits.MaxEntries > 0 && entries > limits.MaxEntries {
-			return &EntryError{Path: name, Reason: fmt.Sprintf("is past the limit of %d entries", limits.MaxEntries)}
 		}
 		if depth := strings.Count(name, "/") + 1; limits.MaxDepth > 0 && depth > limits.MaxDepth {
 			return &EntryError{Path: name, Reason: fmt.Sprintf("is %d names deep, past the limit of %d", depth, limits.MaxDepth)}
@@ -92,7 +90,7 @@ func Extract(r io.Reader, dir string, limits Limits) error {
 			if limits.MaxTotalSize > 0 && total > limits.MaxTotalSize {
 				return &EntryError{Path: name, Reason: fmt.Sprintf("brings the files past the limit of %d bytes in all", limits.MaxTotalSize)}
 			}
-			if err := writeFile(target, tr, h); err != nil {
+			if err := writeFile(target, hr.tr, h); err != nil {
 				return err
 			}
 		case tar.TypeSymlink:
@@ -120,6 +118,64 @@ func Extract(r io.Reader, dir string, limits Limits) error {
 		}
 	}
 	return nil
+}
+
+// MaxHeaderBytes bounds what a tarball holds besides its files' contents
+// (headers, pax and GNU long-name records, padding, the contents of
+// entries that are not files), on average over its entries: a legitimate
+// entry takes one to three 512-byte blocks of it.
+const MaxHeaderBytes = 4 << 10
+
+// headers reads the headers of a tarball. Every header it returns counts
+// as an entry, pax global headers too; the bytes of the tarball that are
+// not a file's contents count against MaxHeaderBytes an entry.
+type headers struct {
+	tr         *tar.Reader
+	in         *counter
+	maxEntries int
+	entries    int
+	bytes      int64 // read so far that are not files' contents
+	mark, size int64 // in.n after the last header; the contents it announced
+}
+
+func (r *headers) next() (*tar.Header, error) {
+	h, err := r.tr.Next()
+	if errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the layer is not a tarball: %w", err)
+	}
+	r.entries++
+	r.bytes += r.in.n - r.mark - r.size
+	r.mark, r.size = r.in.n, 0
+	if h.Typeflag == tar.TypeReg {
+		r.size = h.Size
+	}
+	name := h.Name
+	if h.Typeflag == tar.TypeXGlobalHeader {
+		name = "(pax global header)"
+	}
+	if r.maxEntries > 0 && r.entries > r.maxEntries {
+		return nil, &EntryError{Path: name, Reason: fmt.Sprintf("is past the limit of %d entries", r.maxEntries)}
+	}
+	if r.bytes > int64(r.entries)*MaxHeaderBytes {
+		return nil, &EntryError{Path: name, Reason: fmt.Sprintf("brings the tarball to %d bytes of tar headers in %d entries, past the limit of %d bytes of tar headers an entry",
+			r.bytes, r.entries, MaxHeaderBytes)}
+	}
+	return h, nil
+}
+
+// counter counts the bytes read through it.
+type counter struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func entryName(raw string) (string, error) {

@@ -45,17 +45,27 @@ func unanchor(r *regexp.Regexp) string {
 }
 
 // ParseIdentity compiles an issuer and a subject pattern; each must
-// match the whole value.
+// match the whole value. A pattern must be a regular expression on its
+// own before it is anchored, so none can close the anchors' group (x)|(.*
+// is refused, not read as "starts with x, or anything").
 func ParseIdentity(issuer, subject string) (Identity, error) {
-	i, err := regexp.Compile(`^(?:` + issuer + `)$`)
+	i, err := wholeMatch(issuer)
 	if err != nil {
 		return Identity{}, fmt.Errorf("issuer %q is not a regular expression: %v", issuer, err)
 	}
-	s, err := regexp.Compile(`^(?:` + subject + `)$`)
+	s, err := wholeMatch(subject)
 	if err != nil {
 		return Identity{}, fmt.Errorf("subject %q is not a regular expression: %v", subject, err)
 	}
 	return Identity{Issuer: i, Subject: s}, nil
+}
+
+// wholeMatch compiles pattern alone, then anchored at both ends.
+func wholeMatch(pattern string) (*regexp.Regexp, error) {
+	if _, err := regexp.Compile(pattern); err != nil {
+		return nil, err
+	}
+	return regexp.Compile(`^(?:` + pattern + `)$`)
 }
 
 // TrustedRoot is the certificate authorities of a Sigstore trusted root

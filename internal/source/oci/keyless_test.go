@@ -83,3 +83,35 @@ func TestKeylessSignaturesOfTheRealCosignCLIAreCheckedAgainstTheTrustedRootAndId
 		}
 	})
 }
+
+// A pattern that closes the group its anchors are wrapped in would match
+// any identity: it is refused, and what is accepted matches only whole
+// values.
+func TestAnIdentityPatternCannotEscapeItsAnchors(t *testing.T) {
+	const issuer = `https://token\.actions\.githubusercontent\.com`
+	for _, subject := range []string{`x)|(.*`, `release@example\.com)|(.*`, `x)|^(.*`} {
+		id, err := oci.ParseIdentity(issuer, subject)
+		if err == nil {
+			if id.Subject.MatchString("attacker@evil.example") {
+				t.Fatalf("subject pattern %q matches attacker@evil.example", subject)
+			}
+			t.Fatalf("subject pattern %q is accepted; want it refused", subject)
+		}
+		if !strings.Contains(err.Error(), "subject") {
+			t.Errorf("the error %q does not name the subject", err)
+		}
+	}
+	if _, err := oci.ParseIdentity(`x)|(.*`, "release@example.com"); err == nil {
+		t.Fatal("issuer pattern x)|(.* is accepted; want it refused")
+	}
+	id, err := oci.ParseIdentity(issuer, `release@example\.com|ci@example\.com`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for value, want := range map[string]bool{"release@example.com": true, "ci@example.com": true,
+		"release@example.com.evil": false, "evil-ci@example.com": false} {
+		if got := id.Subject.MatchString(value); got != want {
+			t.Errorf("subject `release@example\\.com|ci@example\\.com` matches %q: %v, want %v", value, got, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,6 +185,8 @@ func TestArtifactInFluxLayoutMadeByAnotherToolChecksOut(t *testing.T) {
 type entry struct {
 	name, body, link string
 	dir, hard        bool
+	global           bool              // a pax global header (no file)
+	pax              map[string]string // the entry's pax records
 }
 
 func tarball(t *testing.T, entries []entry) []byte {
@@ -200,6 +203,11 @@ func tarball(t *testing.T, entries []entry) []byte {
 			h.Typeflag, h.Linkname = tar.TypeLink, e.link
 		case e.link != "":
 			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, e.link, 0
+		case e.global:
+			h = &tar.Header{Typeflag: tar.TypeXGlobalHeader}
+		}
+		if e.pax != nil {
+			h.PAXRecords, h.Format = e.pax, tar.FormatPAX
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			t.Fatal(err)
@@ -237,6 +245,11 @@ func TestExtractRefusesEntriesThatLeaveTheArtifactOrPassItsLimits(t *testing.T) 
 		{"too many bytes in all", []entry{{name: "a", body: "0123456789"}, {name: "b", body: "012345"}}, "limit of 15 bytes in all"},
 		{"too deep", []entry{{name: "a/b/c/d", body: "x"}}, "4 names deep"},
 		{"too many entries", []entry{{name: "1"}, {name: "2"}, {name: "3"}, {name: "4"}, {name: "5"}, {name: "6"}}, "limit of 5 entries"},
+		{"too many pax global headers", slices.Repeat([]entry{{global: true, pax: map[string]string{"comment": "x"}}}, 6), "limit of 5 entries"},
+		{"a pax global header past the header budget", []entry{{global: true, pax: map[string]string{"comment": strings.Repeat("x", 64<<10)}}},
+			"bytes of tar headers"},
+		{"a file's pax header past the header budget", []entry{{name: "a", body: "x", pax: map[string]string{"comment": strings.Repeat("x", 64<<10)}}},
+			"bytes of tar headers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := oci.Extract(bytes.NewReader(tarball(t, tc.entries)), t.TempDir(), limits)

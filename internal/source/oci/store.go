@@ -2,6 +2,8 @@ package oci
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -10,13 +12,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Store keeps the extracted files of artifacts under Dir, one directory
 // per manifest digest, written once and never changed until Remove
-// takes it away.
+// takes it away. A digest is not a secret: a cached artifact is served
+// only to a request whose repository, read with its credentials, serves
+// that manifest (a HEAD by digest, remembered per repository,
+// credentials and digest as the chart cache keys its charts: ScopeKey).
 type Store struct {
 	// Dir is the cache directory; it is created when needed.
 	Dir string
@@ -30,7 +36,14 @@ type Store struct {
 	// held counts the readers of each directory (by its name, the
 	// digest's hex): Remove leaves a held directory alone.
 	held map[string]int
+	// proven holds the proofKeys of requests whose repository served a
+	// digest with their credentials.
+	proven map[string]bool
 }
+
+// maxProofs bounds Store.proven: past it, the proofs are forgotten and
+// made again.
+const maxProofs = 4096
 
 // Checkout returns the directory holding the files of revision (as
 // Resolve returns it) of req's repository, pulling and extracting the
@@ -91,6 +104,9 @@ func (s *Store) Open(ctx context.Context, req Request, revision string) (dir str
 func (s *Store) checkout(ctx context.Context, req Request, revision, digest string) (string, bool, error) {
 	dir := filepath.Join(s.Dir, strings.TrimPrefix(digest, "sha256:"))
 	if _, err := os.Stat(dir); err == nil {
+		if err := s.prove(ctx, req, digest); err != nil {
+			return "", false, err
+		}
 		if err := verify(ctx, req, digest); err != nil {
 			return "", false, err
 		}
@@ -107,6 +123,7 @@ func (s *Store) checkout(ctx context.Context, req Request, revision, digest stri
 	if err := Pull(ctx, req, revision, tmp, s.Limits); err != nil {
 		return "", false, err
 	}
+	s.remember(req, digest)
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, serr := os.Stat(dir); serr == nil {
 			return dir, false, nil // another caller extracted it first
@@ -114,6 +131,72 @@ func (s *Store) checkout(ctx context.Context, req Request, revision, digest stri
 		return "", false, err
 	}
 	return dir, true, nil
+}
+
+// prove returns nil when req's repository, read with req's credentials,
+// serves the manifest digest: asked once (a HEAD by digest), then
+// remembered. Its error is the registry's refusal, as a pull's would be.
+func (s *Store) prove(ctx context.Context, req Request, digest string) error {
+	if key, ok := proofKey(req, digest); ok {
+		s.mu.Lock()
+		done := s.proven[key]
+		s.mu.Unlock()
+		if done {
+			return nil
+		}
+	}
+	repo, err := req.Repository()
+	if err != nil {
+		return err
+	}
+	if _, err := remote.Head(repo.Digest(digest), remoteOptions(ctx, req)...); err != nil {
+		return registryError(req, "read artifact "+digest+" in", err)
+	}
+	s.remember(req, digest)
+	return nil
+}
+
+// remember records that req's repository served digest with req's
+// credentials.
+func (s *Store) remember(req Request, digest string) {
+	key, ok := proofKey(req, digest)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proven == nil || len(s.proven) >= maxProofs {
+		s.proven = map[string]bool{}
+	}
+	s.proven[key] = true
+}
+
+// proofKey is the ScopeKey of req's repository and credentials and the
+// digest; ok is false when the credentials cannot be read (nothing is
+// remembered then).
+func proofKey(req Request, digest string) (string, bool) {
+	var c authn.AuthConfig
+	if req.Auth != nil {
+		ac, err := req.Auth.Authorization()
+		if err != nil {
+			return "", false
+		}
+		c = *ac
+	}
+	source := fmt.Sprintf("oci=%s insecure=%t digest=%s", strings.TrimSuffix(req.URL, "/"), req.Insecure, digest)
+	return ScopeKey(source, []byte(c.Username), []byte(c.Password), []byte(c.Auth), []byte(c.IdentityToken), []byte(c.RegistryToken)), true
+}
+
+// ScopeKey names what one source, read with one set of credentials, may
+// find in a cache (the chart cache's directories, the Store's proofs): a
+// digest of source and each secret, from which none can be read back.
+func ScopeKey(source string, secrets ...[]byte) string {
+	h := sha256.New()
+	for _, part := range append([][]byte{[]byte(source)}, secrets...) {
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 
 // Entry is an extracted artifact in a Store, as a cache bound sees it.
