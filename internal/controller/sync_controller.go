@@ -138,7 +138,9 @@ func (r *SyncReconciler) Notify(rec notify.Recorder) notify.Recorder {
 
 // Mirror returns the git mirror the Syncs read from, in CacheDir.
 func (r *SyncReconciler) Mirror() *source.Mirror {
-	r.mirrorOnce.Do(func() { r.mirror = &source.Mirror{Dir: filepath.Join(r.CacheDir, "mirrors")} })
+	r.mirrorOnce.Do(func() {
+		r.mirror = &source.Mirror{Dir: filepath.Join(r.CacheDir, "mirrors"), Log: ctrl.Log.WithName("mirror")}
+	})
 	return r.mirror
 }
 
