@@ -22,8 +22,9 @@ import (
 )
 
 // genericEndpoint is a generic notification target on loopback for the
-// Syncs of namespace ns; received returns what it got so far.
-func genericEndpoint(t *testing.T, ns string) (notify.Config, func() []notify.GenericBody) {
+// Syncs of namespace ns; with key, it signs with that HMAC key and the
+// endpoint checks each signature. received returns what it got so far.
+func genericEndpoint(t *testing.T, ns, key string) (notify.Config, func() []notify.GenericBody) {
 	t.Helper()
 	var mu sync.Mutex
 	var got []notify.GenericBody
@@ -33,6 +34,9 @@ func genericEndpoint(t *testing.T, ns string) (notify.Config, func() []notify.Ge
 		if err := json.Unmarshal(b, &body); err != nil {
 			t.Errorf("body %s: %v", b, err)
 		}
+		if key != "" && r.Header.Get(notify.SignatureHeader) != notify.Sign([]byte(key), b) {
+			t.Errorf("bad signature on %s", b)
+		}
 		mu.Lock()
 		got = append(got, body)
 		mu.Unlock()
@@ -40,6 +44,12 @@ func genericEndpoint(t *testing.T, ns string) (notify.Config, func() []notify.Ge
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	cfg := "targets:\n- name: ops\n  type: generic\n  url: " + srv.URL + "\n  syncs:\n    namespaces: [" + ns + "]\n"
+	if key != "" {
+		cfg += "  hmacKeyFile: key\n"
+		if err := os.WriteFile(filepath.Join(dir, "key"), []byte(key), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(dir, "notify.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +87,7 @@ func syncEvents(t *testing.T, ns, name, reason string) []string {
 // edit in place, and the edit is put back once the pause ends.
 func TestOneFightIsOnePausedMessageAndTheSyncKeepsThePause(t *testing.T) {
 	h := newHarness(t)
-	notifications, received := genericEndpoint(t, h.ns)
+	notifications, received := genericEndpoint(t, h.ns, "")
 	rev := h.repo.Commit(t, "shop", map[string]string{"shop/cart.yaml": cartConfig, "shop/other.yaml": configMap("other", "v1")})
 	h.createSync("default", func(s *v1alpha1.Sync) { s.Spec.Interval = metav1.Duration{Duration: time.Hour} })
 	const pause = 20 * time.Second
