@@ -115,6 +115,10 @@ type SyncReconciler struct {
 
 	mirrorOnce sync.Once
 	mirror     *source.Mirror
+	// HoldStamps, when set (the agent serves its admission webhook),
+	// checks that a hold's by is the user who wrote it; without it, or
+	// when it does not check out, the hold is named as claimed by.
+	HoldStamps HoldVerifier
 	// Fights are the drift reconciler's reverts and their pauses (its
 	// History): a sync leaves an object whose reverts are paused alone.
 	Fights *drift.History
