@@ -54,6 +54,28 @@ func startAdmissionAgent(t *testing.T, ns string, breakGlass string) *agenttest.
 	return a
 }
 
+// createAppsSync creates the Sync apps of ns, of repo's apps directory,
+// changed by mutate when it is not nil, and waits until a has applied rev.
+func createAppsSync(t *testing.T, a *agenttest.Agent, ns string, repo *testenv.Repo, rev string, mutate func(*v1alpha1.Sync)) *v1alpha1.Sync {
+	t.Helper()
+	sync := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source:   v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
+			Paths:    []string{"apps"},
+			Interval: metav1.Duration{Duration: time.Hour},
+		},
+	}
+	if mutate != nil {
+		mutate(sync)
+	}
+	if err := c.Create(context.Background(), sync); err != nil {
+		t.Fatal(err)
+	}
+	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
+	return sync
+}
+
 // A person editing, patching or scaling an object a Sync manages with the
 // real kubectl is told by kubectl where in git to change it and that the
 // change will be reverted; a protected object refuses the edit except for
@@ -70,18 +92,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 		"apps/locked.yaml": locked,
 	})
 	a := startAdmissionAgent(t, ns, "driftless:break-glass")
-	sync := &v1alpha1.Sync{
-		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
-		Spec: v1alpha1.SyncSpec{
-			Source:   v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
-			Paths:    []string{"apps"},
-			Interval: metav1.Duration{Duration: time.Hour},
-		},
-	}
-	if err := c.Create(ctx, sync); err != nil {
-		t.Fatal(err)
-	}
-	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
+	sync := createAppsSync(t, a, ns, repo, rev, nil)
 	if err := c.Create(ctx, mustConfigMap(ns, "unmanaged")); err != nil {
 		t.Fatal(err)
 	}
@@ -248,19 +259,7 @@ func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), binding) })
 	a := startAdmissionAgent(t, ns, "")
-	sync := &v1alpha1.Sync{
-		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
-		Spec: v1alpha1.SyncSpec{
-			Source:             v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
-			Paths:              []string{"apps"},
-			Interval:           metav1.Duration{Duration: time.Hour},
-			ServiceAccountName: sa.Name,
-		},
-	}
-	if err := c.Create(ctx, sync); err != nil {
-		t.Fatal(err)
-	}
-	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
+	sync := createAppsSync(t, a, ns, repo, rev, func(s *v1alpha1.Sync) { s.Spec.ServiceAccountName = sa.Name })
 	if _, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "locked", "-p", `{"data":{"greeting":"by hand"}}`); err == nil {
 		t.Fatalf("a person's patch of the protected object succeeded: %s", stderr)
 	}
@@ -321,18 +320,7 @@ func TestAHoldNamesTheUserWhoWroteItNotWhomItClaims(t *testing.T) {
 	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
 	rev := repo.Commit(t, "first", map[string]string{"apps/app.yaml": agenttest.ConfigMap(ns, "app", "v1")})
 	a := startAdmissionAgent(t, ns, "")
-	sync := &v1alpha1.Sync{
-		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
-		Spec: v1alpha1.SyncSpec{
-			Source:   v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
-			Paths:    []string{"apps"},
-			Interval: metav1.Duration{Duration: time.Hour},
-		},
-	}
-	if err := c.Create(ctx, sync); err != nil {
-		t.Fatal(err)
-	}
-	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
+	sync := createAppsSync(t, a, ns, repo, rev, nil)
 
 	// alice may hold: get and patch on syncs (docs/hold.md).
 	for _, o := range []client.Object{
