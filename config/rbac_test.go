@@ -59,8 +59,8 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		// cli install: applies the admission policy for Sync names.
 		rule("admissionregistration.k8s.io", "validatingadmissionpolicies,validatingadmissionpolicybindings", "create,patch"),
 		// admission.Server.register (--admission-warnings): server-side
-		// applies the agent's ValidatingWebhookConfiguration.
-		rule("admissionregistration.k8s.io", "validatingwebhookconfigurations", "create,patch"),
+		// applies the agent's Validating- and MutatingWebhookConfiguration.
+		rule("admissionregistration.k8s.io", "validatingwebhookconfigurations,mutatingwebhookconfigurations", "create,patch"),
 		// engine.SourceRequest (git secretRef), engine.Variables
 		// (substituteFrom) and the rest of what the Syncs of the agent's
 		// namespace name (a tenant Sync's are read as its ServiceAccount),

@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +47,38 @@ type Hold struct {
 	By string `json:"by"`
 	// At is when.
 	At time.Time `json:"at"`
+	// Stamp, when set, is the agent's admission webhook's proof that it
+	// wrote By (the request's user) and At: HoldStamp of the rest. A hold
+	// without a stamp that checks out names who it claims.
+	Stamp string `json:"stamp,omitempty"`
+	// Verified is set by the agent once Stamp checks out; it is never
+	// read from the annotation.
+	Verified bool `json:"-"`
+}
+
+// Who says who held the Sync, as messages put it: "by jane" when the
+// agent's admission webhook stamped it (Verified), "claimed by jane"
+// otherwise (By is what the writer wrote).
+func (h Hold) Who() string {
+	if h.Verified {
+		return "by " + h.By
+	}
+	return "claimed by " + h.By
+}
+
+// HoldStamp is the stamp of h on the Sync namespace/name with key: an
+// HMAC-SHA256 of the Sync, revision, reason, by and at.
+func HoldStamp(key []byte, namespace, name string, h Hold) string {
+	mac := hmac.New(sha256.New, key)
+	for _, part := range []string{"driftless.dev/hold", namespace, name, h.Revision, h.Reason, h.By, h.At.UTC().Format(time.RFC3339)} {
+		fmt.Fprintf(mac, "%d:%s", len(part), part)
+	}
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// VerifyHoldStamp reports whether h's Stamp is HoldStamp's with key.
+func VerifyHoldStamp(key []byte, namespace, name string, h Hold) bool {
+	return len(key) > 0 && h.Stamp != "" && hmac.Equal([]byte(h.Stamp), []byte(HoldStamp(key, namespace, name, h)))
 }
 
 // MaxHoldReason bounds Hold.Reason, which conditions, events and commit
@@ -57,7 +92,8 @@ func (h Hold) Value() string {
 		Reason   string `json:"reason"`
 		By       string `json:"by"`
 		At       string `json:"at"`
-	}{h.Revision, h.Reason, h.By, h.At.UTC().Format(time.RFC3339)})
+		Stamp    string `json:"stamp,omitempty"`
+	}{h.Revision, h.Reason, h.By, h.At.UTC().Format(time.RFC3339), h.Stamp})
 	if err != nil {
 		panic(err) // strings only
 	}

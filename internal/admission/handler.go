@@ -41,18 +41,8 @@ type Handler struct {
 // A request it cannot read is answered 400; the API server then applies
 // the webhook's failurePolicy (Ignore), so the write goes on.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
-	if err != nil {
-		http.Error(w, "read the AdmissionReview: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
-		http.Error(w, "the body is not an admission.k8s.io/v1 AdmissionReview with a request", http.StatusBadRequest)
+	review, ok := readReview(w, r)
+	if !ok {
 		return
 	}
 	d := h.Review(r.Context(), review.Request)
@@ -63,6 +53,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !d.Allowed {
 		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: d.Message}
 	}
+	writeReview(w, review, resp)
+}
+
+// readReview reads the AdmissionReview of r, answering 400 (and false)
+// when it is not one with a request.
+func readReview(w http.ResponseWriter, r *http.Request) (*admissionv1.AdmissionReview, bool) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReviewBytes))
+	if err != nil {
+		http.Error(w, "read the AdmissionReview: "+err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+		http.Error(w, "the body is not an admission.k8s.io/v1 AdmissionReview with a request", http.StatusBadRequest)
+		return nil, false
+	}
+	return &review, true
+}
+
+// writeReview answers review with resp.
+func writeReview(w http.ResponseWriter, review *admissionv1.AdmissionReview, resp *admissionv1.AdmissionResponse) {
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	if out.APIVersion == "" {
 		out.APIVersion, out.Kind = "admission.k8s.io/v1", "AdmissionReview"

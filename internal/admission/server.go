@@ -3,6 +3,7 @@ package admission
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -65,6 +66,24 @@ type Server struct {
 	opts  Options
 	hosts []string
 	cert  atomic.Pointer[servingCert]
+	// holdKey stamps holds (Stamper, VerifyHold); kept in the Secret of
+	// the certificate, so every replica has the same.
+	holdKey atomic.Pointer[[]byte]
+}
+
+// VerifyHold reports whether h, the hold of the Sync namespace/name,
+// carries a stamp of this agent's webhook, so that h.By is the user the
+// API server saw write it.
+func (s *Server) VerifyHold(namespace, name string, h v1alpha1.Hold) bool {
+	return v1alpha1.VerifyHoldStamp(s.key(), namespace, name, h)
+}
+
+// key is the key that stamps holds, nil before the first refresh.
+func (s *Server) key() []byte {
+	if k := s.holdKey.Load(); k != nil {
+		return *k
+	}
+	return nil
 }
 
 // New checks the options.
@@ -108,6 +127,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(Path, s.opts.Handler)
+	mux.Handle(MutatePath, &Stamper{Key: s.key})
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -159,20 +179,36 @@ func (s *Server) refresh(ctx context.Context) error {
 			return fmt.Errorf("read the admission webhook's certificate, Secret %s/%s: %w", key.Namespace, key.Name, err)
 		}
 		found := err == nil
+		holdKey := sec.Data[holdKeyEntry]
+		var valid *servingCert
 		if found {
 			if c, err := load(sec.Data[certKey], sec.Data[keyKey], sec.Data[caKey]); err == nil && !needsRenewal(c.leaf, s.hosts, time.Now()) {
-				if cur := s.cert.Load(); cur == nil || !cur.leaf.Equal(c.leaf) || !bytes.Equal(cur.caBundle, c.caBundle) {
-					s.cert.Store(c)
-				}
-				return nil
+				valid = c
 			}
 		}
-		certPEM, keyPEM, bundle, err := issue(s.hosts, s.opts.Validity, time.Now(), sec.Data[caKey])
-		if err != nil {
-			return err
+		if valid != nil && len(holdKey) > 0 {
+			if cur := s.cert.Load(); cur == nil || !cur.leaf.Equal(valid.leaf) || !bytes.Equal(cur.caBundle, valid.caBundle) {
+				s.cert.Store(valid)
+			}
+			s.holdKey.Store(&holdKey)
+			return nil
+		}
+		certPEM, keyPEM, bundle := sec.Data[certKey], sec.Data[keyKey], sec.Data[caKey]
+		if valid == nil {
+			if certPEM, keyPEM, bundle, err = issue(s.hosts, s.opts.Validity, time.Now(), sec.Data[caKey]); err != nil {
+				return err
+			}
+		}
+		if len(holdKey) == 0 {
+			// Kept across renewals: a hold stamped before one still
+			// checks out after it.
+			holdKey = make([]byte, 32)
+			if _, err := rand.Read(holdKey); err != nil {
+				return fmt.Errorf("make the key that stamps holds: %w", err)
+			}
 		}
 		sec.Type = corev1.SecretTypeTLS
-		sec.Data = map[string][]byte{certKey: certPEM, keyKey: keyPEM, caKey: bundle}
+		sec.Data = map[string][]byte{certKey: certPEM, keyKey: keyPEM, caKey: bundle, holdKeyEntry: holdKey}
 		if found {
 			err = s.opts.Client.Update(ctx, &sec)
 		} else {
@@ -190,27 +226,75 @@ func (s *Server) refresh(ctx context.Context) error {
 			return err
 		}
 		s.cert.Store(c)
+		s.holdKey.Store(&holdKey)
 		return nil
 	}
 	return fmt.Errorf("store the admission webhook's certificate in Secret %s/%s: it kept changing under us", key.Namespace, key.Name)
 }
 
-// register applies the ValidatingWebhookConfiguration with the current
-// CA bundle.
+// register applies the ValidatingWebhookConfiguration and the
+// MutatingWebhookConfiguration with the current CA bundle.
 func (s *Server) register(ctx context.Context) error {
-	vwc := Configuration(s.opts, s.cert.Load().caBundle)
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(vwc)
-	if err != nil {
-		return err
-	}
-	if md, ok := u["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
-	}
-	err = s.opts.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), client.FieldOwner("driftless-agent"), client.ForceOwnership)
-	if err != nil {
-		return fmt.Errorf("register the admission webhook, ValidatingWebhookConfiguration %s: %w", vwc.Name, err)
+	bundle := s.cert.Load().caBundle
+	for _, cfg := range []client.Object{Configuration(s.opts, bundle), MutatingConfiguration(s.opts, bundle)} {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cfg)
+		if err != nil {
+			return err
+		}
+		if md, ok := u["metadata"].(map[string]any); ok {
+			delete(md, "creationTimestamp")
+		}
+		obj := &unstructured.Unstructured{Object: u}
+		err = s.opts.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("driftless-agent"), client.ForceOwnership)
+		if err != nil {
+			return fmt.Errorf("register the admission webhook, %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
 	}
 	return nil
+}
+
+// MutatingConfiguration is the MutatingWebhookConfiguration of the
+// options (named as Configuration): one webhook for creates and updates
+// of Syncs, which stamps the holds they write (Stamper). It ignores
+// failures: a hold written while the agent is down is applied, and named
+// as claimed, not verified.
+func MutatingConfiguration(o Options, caBundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
+	cc := clientConfig(o, caBundle, MutatePath)
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName(o.Namespace), Labels: map[string]string{"app.kubernetes.io/name": "driftless"}},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:         "holds.driftless.dev",
+			ClientConfig: cc,
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"syncs"},
+					Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+			}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To(o.TimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+		}},
+	}
+}
+
+// clientConfig is how the API server calls the webhook at path: o.URL
+// with its path replaced, or the Service.
+func clientConfig(o Options, caBundle []byte, path string) admissionregistrationv1.WebhookClientConfig {
+	cc := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
+	if o.URL != "" {
+		u, err := url.Parse(o.URL)
+		if err == nil && u.Path == Path {
+			u.Path = path
+		}
+		cc.URL = ptr.To(u.String())
+	} else {
+		cc.Service = &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: o.Service, Path: ptr.To(path), Port: ptr.To[int32](443)}
+	}
+	return cc
 }
 
 // Configuration is the ValidatingWebhookConfiguration of the options: a
@@ -220,12 +304,7 @@ func (s *Server) register(ctx context.Context) error {
 // and updates of Syncs (DecideSync). All ignore failures:
 // a stopped agent never blocks a write.
 func Configuration(o Options, caBundle []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	cc := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
-	if o.URL != "" {
-		cc.URL = ptr.To(o.URL)
-	} else {
-		cc.Service = &admissionregistrationv1.ServiceReference{Namespace: o.Namespace, Name: o.Service, Path: ptr.To(Path), Port: ptr.To[int32](443)}
-	}
+	cc := clientConfig(o, caBundle, Path)
 	hook := func(name string, resources []string, selector *metav1.LabelSelector, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.ValidatingWebhook {
 		return admissionregistrationv1.ValidatingWebhook{
 			Name:         name,

@@ -13,6 +13,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -38,6 +39,7 @@ func startAdmissionAgent(t *testing.T, ns string, breakGlass string) *agenttest.
 	a := agenttest.Start(t, o)
 	t.Cleanup(func() {
 		_ = c.Delete(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: admission.ConfigurationName(ns)}})
+		_ = c.Delete(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: admission.ConfigurationName(ns)}})
 	})
 	a.Eventually("the webhook is registered with a CA bundle", func() string {
 		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
@@ -50,6 +52,28 @@ func startAdmissionAgent(t *testing.T, ns string, breakGlass string) *agenttest.
 		return ""
 	})
 	return a
+}
+
+// createAppsSync creates the Sync apps of ns, of repo's apps directory,
+// changed by mutate when it is not nil, and waits until a has applied rev.
+func createAppsSync(t *testing.T, a *agenttest.Agent, ns string, repo *testenv.Repo, rev string, mutate func(*v1alpha1.Sync)) *v1alpha1.Sync {
+	t.Helper()
+	sync := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source:   v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
+			Paths:    []string{"apps"},
+			Interval: metav1.Duration{Duration: time.Hour},
+		},
+	}
+	if mutate != nil {
+		mutate(sync)
+	}
+	if err := c.Create(context.Background(), sync); err != nil {
+		t.Fatal(err)
+	}
+	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
+	return sync
 }
 
 // A person editing, patching or scaling an object a Sync manages with the
@@ -68,18 +92,7 @@ func TestAdmissionWarnsTheHandEditorThroughKubectl(t *testing.T) {
 		"apps/locked.yaml": locked,
 	})
 	a := startAdmissionAgent(t, ns, "driftless:break-glass")
-	sync := &v1alpha1.Sync{
-		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
-		Spec: v1alpha1.SyncSpec{
-			Source:   v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
-			Paths:    []string{"apps"},
-			Interval: metav1.Duration{Duration: time.Hour},
-		},
-	}
-	if err := c.Create(ctx, sync); err != nil {
-		t.Fatal(err)
-	}
-	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
+	sync := createAppsSync(t, a, ns, repo, rev, nil)
 	if err := c.Create(ctx, mustConfigMap(ns, "unmanaged")); err != nil {
 		t.Fatal(err)
 	}
@@ -246,19 +259,7 @@ func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), binding) })
 	a := startAdmissionAgent(t, ns, "")
-	sync := &v1alpha1.Sync{
-		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
-		Spec: v1alpha1.SyncSpec{
-			Source:             v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
-			Paths:              []string{"apps"},
-			Interval:           metav1.Duration{Duration: time.Hour},
-			ServiceAccountName: sa.Name,
-		},
-	}
-	if err := c.Create(ctx, sync); err != nil {
-		t.Fatal(err)
-	}
-	a.Eventually("the Sync is applied", agenttest.AppliedAt(c, client.ObjectKeyFromObject(sync), rev))
+	sync := createAppsSync(t, a, ns, repo, rev, func(s *v1alpha1.Sync) { s.Spec.ServiceAccountName = sa.Name })
 	if _, stderr, err := kubectl(t, nil, "-n", ns, "patch", "configmap", "locked", "-p", `{"data":{"greeting":"by hand"}}`); err == nil {
 		t.Fatalf("a person's patch of the protected object succeeded: %s", stderr)
 	}
@@ -308,4 +309,64 @@ func TestAdmissionLetsTheAgentActAsTheSyncsServiceAccount(t *testing.T) {
 
 func mustConfigMap(ns, name string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"greeting": "v1"}}
+}
+
+// A hold names the user the API server saw write it, not whom it claims:
+// alice, who may patch Syncs, holds one writing "by": "bob"; the stored
+// hold, status.hold and the Ready message say alice.
+func TestAHoldNamesTheUserWhoWroteItNotWhomItClaims(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
+	rev := repo.Commit(t, "first", map[string]string{"apps/app.yaml": agenttest.ConfigMap(ns, "app", "v1")})
+	a := startAdmissionAgent(t, ns, "")
+	sync := createAppsSync(t, a, ns, repo, rev, nil)
+
+	// alice may hold: get and patch on syncs (docs/hold.md).
+	for _, o := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "holder", Namespace: ns},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"syncs"}, Verbs: []string{"get", "patch"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "holder", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "holder"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}},
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	aliceConfig := rest.CopyConfig(env.Config)
+	aliceConfig.Impersonate = rest.ImpersonationConfig{UserName: "alice"}
+	alice, err := client.New(aliceConfig, client.Options{Scheme: c.Scheme(), Mapper: c.RESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := v1alpha1.Hold{Revision: rev, Reason: "payment errors", By: "bob", At: time.Now().Add(-time.Hour)}
+	apply := client.ApplyConfigurationFromUnstructured(v1alpha1.HoldApply(ns, "apps", &claimed, time.Now()))
+	if err := alice.Apply(ctx, apply, client.FieldOwner(v1alpha1.HoldFieldManager), client.ForceOwnership); err != nil {
+		t.Fatalf("alice holds the Sync: %v", err)
+	}
+
+	var stored v1alpha1.Sync
+	if err := c.Get(ctx, client.ObjectKeyFromObject(sync), &stored); err != nil {
+		t.Fatal(err)
+	}
+	h, err := v1alpha1.HoldOf(&stored)
+	if err != nil || h == nil {
+		t.Fatalf("the stored hold: %v, %v", h, err)
+	}
+	if h.By != "alice" || time.Since(h.At) > 10*time.Minute {
+		t.Errorf("the stored hold says by %q at %s, want alice, now (she claimed bob, an hour ago)", h.By, h.At)
+	}
+	want := "held at " + rev[:7] + " by alice: payment errors"
+	a.Eventually("the Sync says alice held it", func() string {
+		var s v1alpha1.Sync
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sync), &s); err != nil {
+			return err.Error()
+		}
+		ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || !strings.HasPrefix(ready.Message, want) || s.Status.Hold == nil || s.Status.Hold.By != "alice" {
+			return fmt.Sprintf("Ready %+v, status.hold %+v; want a message starting %q and by alice", ready, s.Status.Hold, want)
+		}
+		return ""
+	})
 }

@@ -276,6 +276,7 @@ func (a *Agent) Serve(ctx context.Context) error {
 		if err := a.mgr.Add(hook); err != nil {
 			return err
 		}
+		a.syncs.HoldStamps = hook // before the manager starts the reconcilers
 	}
 	ctrl.Log.Info("driftless agent starting", "version", o.Version, "apiServer", a.mgr.GetConfig().Host, "namespace", o.Namespace,
 		"shard", a.checked.shard.String(), "leaderElection", o.LeaderElect, "lease", a.checked.shard.LeaseName(), "leaseDuration", o.LeaseDuration, "dryRun", o.DryRun, "goMemoryLimitFromContainer", a.memLimit, "gogc", a.gcPercent,

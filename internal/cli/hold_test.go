@@ -105,7 +105,7 @@ func TestHoldThePreviousRevisionThenRelease(t *testing.T) {
 			return err.Error()
 		}
 		ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
-		want := fmt.Sprintf("held at %s by %s: payment errors; 1 commit pending (tip %s)", good[:7], me, bad[:7])
+		want := fmt.Sprintf("held at %s claimed by %s: payment errors; 1 commit pending (tip %s)", good[:7], me, bad[:7])
 		if ready == nil || ready.Reason != v1alpha1.ReasonHeld || !strings.HasPrefix(ready.Message, want) || configValue(t, ns, "web-config") != "v1" {
 			return fmt.Sprintf("Ready = %+v, web-config %q; want Held, %q, and v1", ready, configValue(t, ns, "web-config"), want)
 		}

@@ -144,12 +144,14 @@ func runUninstall(ctx context.Context, o *uninstallOptions, in io.Reader, out, e
 			return err
 		}
 	}
-	vwc := &unstructured.Unstructured{}
-	vwc.SetAPIVersion("admissionregistration.k8s.io/v1")
-	vwc.SetKind("ValidatingWebhookConfiguration")
-	vwc.SetName(admission.ConfigurationName(o.namespace))
-	if err := remove(vwc); err != nil {
-		return err
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		cfg := &unstructured.Unstructured{}
+		cfg.SetAPIVersion("admissionregistration.k8s.io/v1")
+		cfg.SetKind(kind)
+		cfg.SetName(admission.ConfigurationName(o.namespace))
+		if err := remove(cfg); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(out, "removed the agent from namespace %s; its Syncs and their objects stay\n", o.namespace)
 	if !o.crds {

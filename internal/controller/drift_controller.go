@@ -243,16 +243,35 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	}
 	incident := incidentOf(r.now(), step, obj.Origin.Path, action, change, fields, decision.Reason)
 	observe(req.Sync.String(), action, req.GVK.Kind, fields, r.now())
-	if action == v1alpha1.DriftReverted {
+	onSync := true
+	switch action {
+	case v1alpha1.DriftReverted:
 		r.History.Record(key, r.now())
+	case v1alpha1.DriftPaused:
+		// One fight is one event on the Sync (and one notification):
+		// an edit during its pause is recorded and told on the object.
+		onSync = r.History.Pause(key, r.now(), r.now().Add(decision.RetryAfter))
 	}
 	logger.Info("drift", "action", action, "fields", len(fields), "message", incident.Message)
-
-	eventType, reason := corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected
-	if action == v1alpha1.DriftReverted {
-		eventType, reason = corev1.EventTypeNormal, v1alpha1.ReasonDriftReverted
+	r.announce(&s, req, step.ID, change, action, incident.Message, onSync)
+	if err := r.recordIncident(ctx, &s, incident); err != nil {
+		return ctrl.Result{}, err
 	}
 	if action == v1alpha1.DriftPaused {
+		return ctrl.Result{RequeueAfter: decision.RetryAfter}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// announce records the event of a drift on the object (in the agent's
+// own cluster) and, when onSync, on the Sync, which is what notifications
+// are sent from.
+func (r *DriftReconciler) announce(s *v1alpha1.Sync, req drift.Request, id plan.ID, change apply.Change, action v1alpha1.DriftAction, message string, onSync bool) {
+	eventType, reason := corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected
+	switch action {
+	case v1alpha1.DriftReverted:
+		eventType, reason = corev1.EventTypeNormal, v1alpha1.ReasonDriftReverted
+	case v1alpha1.DriftPaused:
 		reason = v1alpha1.ReasonFight
 	}
 	regarding := change.Live
@@ -262,16 +281,11 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	if regarding != nil && req.Cluster == "" {
 		// (An object of a remote cluster has no place for an Event here:
 		// the Sync's says it.)
-		r.Recorder.Eventf(regarding, nil, eventType, reason, "Revert", "%s", incident.Message)
+		r.Recorder.Eventf(regarding, nil, eventType, reason, "Revert", "%s", message)
 	}
-	r.Recorder.Eventf(&s, nil, eventType, reason, "Revert", "%s: %s", step.ID, incident.Message)
-	if err := r.recordIncident(ctx, &s, incident); err != nil {
-		return ctrl.Result{}, err
+	if onSync {
+		r.Recorder.Eventf(s, nil, eventType, reason, "Revert", "%s: %s", id, message)
 	}
-	if action == v1alpha1.DriftPaused {
-		return ctrl.Result{RequeueAfter: decision.RetryAfter}, nil
-	}
-	return ctrl.Result{}, nil
 }
 
 // ownEcho reports whether the object of req, as the watch last saw it,

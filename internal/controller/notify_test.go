@@ -24,41 +24,8 @@ import (
 // generic notification target: a bad commit that fails twice with the
 // same error sends one failure, and the fixing commit one recovery.
 func TestARepeatedFailureNotifiesOnceAndItsFixOnceMore(t *testing.T) {
-	var mu sync.Mutex
-	var got []notify.GenericBody
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		var body notify.GenericBody
-		if err := json.Unmarshal(b, &body); err != nil {
-			t.Errorf("body %s: %v", b, err)
-		}
-		if r.Header.Get(notify.SignatureHeader) != notify.Sign([]byte("test-key"), b) {
-			t.Errorf("bad signature on %s", b)
-		}
-		mu.Lock()
-		got = append(got, body)
-		mu.Unlock()
-	}))
-	t.Cleanup(srv.Close)
-	received := func() []notify.GenericBody {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]notify.GenericBody(nil), got...)
-	}
-
 	h := newHarness(t)
-	dir := t.TempDir()
-	cfg := "targets:\n- name: ops\n  type: generic\n  url: " + srv.URL + "\n  hmacKeyFile: key\n  syncs:\n    namespaces: [" + h.ns + "]\n"
-	if err := os.WriteFile(filepath.Join(dir, "key"), []byte("test-key"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "notify.yaml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	notifications, err := notify.LoadConfig(filepath.Join(dir, "notify.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	notifications, received := genericEndpoint(t, h.ns, "test-key")
 	startAgentWith(t, func(o *Options) { o.Notify = notifications })
 
 	h.repo.Commit(t, "bad", map[string]string{

@@ -81,6 +81,9 @@ type Options struct {
 	// and makes every Sync act as its ServiceAccount (docs/security.md).
 	// Nil: every Sync acts as the agent, unfenced.
 	Tenancy *Tenancy
+	// DriftPolicy is when drift reverts back off from a fight with
+	// another writer (drift.DefaultPolicy); the zero value is the default.
+	DriftPolicy drift.Policy
 	// DefaultAgeKey names the default key Secret for Syncs in its
 	// namespace that set no spec.decryption.secretRef (agent
 	// --sops-age-key-secret); empty means none.
@@ -150,7 +153,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		DefaultAgeKey:    opts.DefaultAgeKey,
 		notifier:         notifier,
 	}
-	policy := drift.DefaultPolicy()
+	policy := opts.DriftPolicy
+	if policy == (drift.Policy{}) {
+		policy = drift.DefaultPolicy()
+	}
 	drifts := &DriftReconciler{
 		Client:     mgr.GetClient(),
 		Applier:    applier,
@@ -163,6 +169,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*SyncReconciler, error) {
 		Policy:     policy,
 		History:    drift.NewHistory(policy.Window + policy.MaxBackoff),
 	}
+	syncs.Fights = drifts.History
 	limit := &source.CacheLimit{MaxSize: opts.CacheMaxSize, Mirror: syncs.Mirror(), ChartDir: syncs.RenderOptions.ChartCache.Dir}
 	collect := func() { limit.Collect() }
 	syncs.Mirror().AfterFetch = collect

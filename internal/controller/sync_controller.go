@@ -25,6 +25,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/apply"
+	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/notify"
@@ -114,6 +115,13 @@ type SyncReconciler struct {
 
 	mirrorOnce sync.Once
 	mirror     *source.Mirror
+	// HoldStamps, when set (the agent serves its admission webhook),
+	// checks that a hold's by is the user who wrote it; without it, or
+	// when it does not check out, the hold is named as claimed by.
+	HoldStamps HoldVerifier
+	// Fights are the drift reconciler's reverts and their pauses (its
+	// History): a sync leaves an object whose reverts are paused alone.
+	Fights *drift.History
 	// woken holds, by client.ObjectKey, the wokenRevision of each Sync
 	// woken and not synced since.
 	woken        sync.Map
@@ -138,7 +146,9 @@ func (r *SyncReconciler) Notify(rec notify.Recorder) notify.Recorder {
 
 // Mirror returns the git mirror the Syncs read from, in CacheDir.
 func (r *SyncReconciler) Mirror() *source.Mirror {
-	r.mirrorOnce.Do(func() { r.mirror = &source.Mirror{Dir: filepath.Join(r.CacheDir, "mirrors")} })
+	r.mirrorOnce.Do(func() {
+		r.mirror = &source.Mirror{Dir: filepath.Join(r.CacheDir, "mirrors"), Log: ctrl.Log.WithName("mirror")}
+	})
 	return r.mirror
 }
 
@@ -490,13 +500,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	var watching <-chan struct{}
 	fromDigests := false
 	if !o.dryRun {
-		in.Known = r.knownUnchanged(s, same, marked)
-		if in.Known == nil {
-			// The first sync after a start: what the Inventory's digests
-			// show unchanged is not compared again.
-			in.Known = r.startKnown(ctx, s, byID, marked, o.started)
-			fromDigests = in.Known != nil
-		}
+		in.Known, fromDigests = r.known(ctx, s, same, marked, byID, o.started)
 		// An object whose render is what was applied and that differs
 		// in the cluster is a drift this sync puts back: keep what it
 		// was, to say so.
@@ -777,6 +781,33 @@ func (r *SyncReconciler) knownUnchanged(s *v1alpha1.Sync, same func(plan.ID) boo
 		return nil
 	}
 	return func(step plan.Step) bool { return !marked[step.ID] && same(step.ID) }
+}
+
+// known returns the objects the sync need not compare with the cluster
+// (engine.Input.Known; nil: every object is compared), and whether the
+// Inventory's digests told them (the first sync after a start): those the
+// watches saw unchanged, and those whose drift reverts are paused by a
+// fight (DriftReconciler), which the sync leaves as the other writer has
+// them until the pause ends, unless their render changed.
+func (r *SyncReconciler) known(ctx context.Context, s *v1alpha1.Sync, same func(plan.ID) bool, marked map[plan.ID]bool, byID map[plan.ID]render.Object,
+	started time.Time) (func(plan.Step) bool, bool) {
+	known, fromDigests := r.knownUnchanged(s, same, marked), false
+	if known == nil {
+		// The first sync after a start: what the Inventory's digests
+		// show unchanged is not compared again.
+		known = r.startKnown(ctx, s, byID, marked, started)
+		fromDigests = known != nil
+	}
+	prefix, now := client.ObjectKeyFromObject(s).String()+"/", r.now()
+	if r.Fights == nil || !r.Fights.AnyPaused(prefix, now) {
+		return known, fromDigests
+	}
+	return func(step plan.Step) bool {
+		if known != nil && known(step) {
+			return true
+		}
+		return same(step.ID) && r.Fights.Paused(prefix+step.ID.String(), now)
+	}, fromDigests
 }
 
 // sameAsApplied returns a test for objects of byID (the render) that are

@@ -21,6 +21,12 @@ type held struct {
 	pending int
 }
 
+// HoldVerifier checks the stamp the agent's admission webhook puts on the
+// holds it sees written (admission.Server).
+type HoldVerifier interface {
+	VerifyHold(namespace, name string, h v1alpha1.Hold) bool
+}
+
 // holdRefusedError is a hold the agent will not apply; the sync stalls
 // until the hold or the branch changes.
 type holdRefusedError struct{ err error }
@@ -43,19 +49,20 @@ func (r *SyncReconciler) heldRevision(ctx context.Context, s *v1alpha1.Sync, req
 	if h == nil {
 		return tip, nil, nil
 	}
+	h.Verified = r.HoldStamps != nil && r.HoldStamps.VerifyHold(s.Namespace, s.Name, *h)
 	if req.Ref.Tag != "" || req.Ref.Commit != "" {
-		return "", nil, &holdRefusedError{fmt.Errorf("held at %s by %s, but the Sync follows %s, not a branch: a hold keeps a Sync at a commit of its branch; "+
-			"remove it with `driftless release %s/%s`", source.Short(h.Revision), h.By, req.Ref, s.Namespace, s.Name)}
+		return "", nil, &holdRefusedError{fmt.Errorf("held at %s %s, but the Sync follows %s, not a branch: a hold keeps a Sync at a commit of its branch; "+
+			"remove it with `driftless release %s/%s`", source.Short(h.Revision), h.Who(), req.Ref, s.Namespace, s.Name)}
 	}
 	pending, err := r.Mirror().Behind(ctx, req, tip, h.Revision)
 	var ve *source.VerificationError
 	switch {
 	case errors.Is(err, source.ErrNotInHistory):
-		return "", nil, &holdRefusedError{fmt.Errorf("held at %s by %s, which is not in the history of %s (tip %s): the agent applies only commits of the Sync's branch; "+
-			"hold at one of them, or return to the branch with `driftless release %s/%s`", source.Short(h.Revision), h.By, req.Ref, source.Short(tip), s.Namespace, s.Name)}
+		return "", nil, &holdRefusedError{fmt.Errorf("held at %s %s, which is not in the history of %s (tip %s): the agent applies only commits of the Sync's branch; "+
+			"hold at one of them, or return to the branch with `driftless release %s/%s`", source.Short(h.Revision), h.Who(), req.Ref, source.Short(tip), s.Namespace, s.Name)}
 	case errors.As(err, &ve):
-		return "", nil, &holdRefusedError{fmt.Errorf("held at %s by %s, which spec.source.git.verify refuses: %w; hold at a signed commit, "+
-			"or return to the branch with `driftless release %s/%s`", source.Short(h.Revision), h.By, err, s.Namespace, s.Name)}
+		return "", nil, &holdRefusedError{fmt.Errorf("held at %s %s, which spec.source.git.verify refuses: %w; hold at a signed commit, "+
+			"or return to the branch with `driftless release %s/%s`", source.Short(h.Revision), h.Who(), err, s.Namespace, s.Name)}
 	case err != nil:
 		return "", nil, err
 	}
@@ -72,9 +79,10 @@ func holdFailure(err error) string {
 }
 
 // holdMessage says what a held Sync waits for:
-// "held at abc1234 by jane: payment errors; 3 commits pending (tip def5678)".
+// "held at abc1234 by jane: payment errors; 3 commits pending (tip def5678)"
+// ("claimed by jane" when the hold carries no stamp of the agent's webhook).
 func holdMessage(h *held) string {
-	msg := fmt.Sprintf("held at %s by %s: %s", source.Short(h.Revision), h.By, h.Reason)
+	msg := fmt.Sprintf("held at %s %s: %s", source.Short(h.Revision), h.Who(), h.Reason)
 	switch h.pending {
 	case 0:
 		return msg + "; no commits pending"
@@ -99,7 +107,11 @@ func (o outcome) holdStatus() *v1alpha1.HoldStatus {
 	if o.hold == nil {
 		return nil
 	}
-	return &v1alpha1.HoldStatus{Revision: o.hold.Revision, By: o.hold.By, Reason: o.hold.Reason,
+	by := o.hold.By
+	if !o.hold.Verified {
+		by += " (claimed)"
+	}
+	return &v1alpha1.HoldStatus{Revision: o.hold.Revision, By: by, Reason: o.hold.Reason,
 		Since: metav1.NewTime(o.hold.At.UTC()), Tip: o.hold.tip, Pending: o.hold.pending}
 }
 

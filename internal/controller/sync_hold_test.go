@@ -71,15 +71,15 @@ func (h *harness) restarted() *SyncReconciler {
 func expectHeld(t *testing.T, s *v1alpha1.Sync, revision, tip string, pending int) {
 	t.Helper()
 	cond := ready(s)
-	want := fmt.Sprintf("held at %s by jane: payment errors; %d commit", revision[:7], pending)
+	want := fmt.Sprintf("held at %s claimed by jane: payment errors; %d commit", revision[:7], pending)
 	if cond == nil || cond.Status != "True" || cond.Reason != v1alpha1.ReasonHeld || !strings.HasPrefix(cond.Message, want) {
 		t.Fatalf("Ready = %+v, want True, reason Held, message starting %q", cond, want)
 	}
 	if s.Status.LastAppliedRevision != revision {
 		t.Errorf("lastAppliedRevision %s, want the held %s", s.Status.LastAppliedRevision, revision[:7])
 	}
-	if hs := s.Status.Hold; hs == nil || hs.Revision != revision || hs.Tip != tip || hs.Pending != pending || hs.By != "jane" || hs.Reason != "payment errors" {
-		t.Errorf("status.hold = %+v, want held at %s by jane, tip %s, %d pending", hs, revision[:7], tip[:7], pending)
+	if hs := s.Status.Hold; hs == nil || hs.Revision != revision || hs.Tip != tip || hs.Pending != pending || hs.By != "jane (claimed)" || hs.Reason != "payment errors" {
+		t.Errorf("status.hold = %+v, want held at %s by jane (claimed: no webhook stamped it), tip %s, %d pending", hs, revision[:7], tip[:7], pending)
 	}
 	if r := s.Status.History[0]; r.Reason != v1alpha1.ReasonHeld || r.Revision != revision {
 		t.Errorf("the newest history record %+v does not say the sync was held at %s", r, revision[:7])
@@ -111,7 +111,7 @@ func TestAHeldSyncStaysAtTheHeldRevisionUntilReleased(t *testing.T) {
 	if !strings.Contains(ready(s).Message, "tip "+bad[:7]) {
 		t.Errorf("Ready message %q does not name the tip that waits", ready(s).Message)
 	}
-	eventsFor(t, h.ns, "fleet", "held at "+good[:7]+" by jane: payment errors")
+	eventsFor(t, h.ns, "fleet", "held at "+good[:7]+" claimed by jane: payment errors")
 
 	// A hand edit is put back to the held revision, not to the tip.
 	u := get(t, "v1", "ConfigMap", h.ns, "app")
@@ -287,7 +287,7 @@ func TestTheTipOfAHeldSyncsBranchIsMarkedHeld(t *testing.T) {
 	})
 	waiting := h.repo.Commit(t, "waits", map[string]string{"app.yaml": configMap("app", "new")})
 	h.requestSync("fleet")
-	want := "pending: held at " + good[:7] + " by jane: payment errors; 1 commit pending (tip " + waiting[:7] + ")"
+	want := "pending: held at " + good[:7] + " claimed by jane: payment errors; 1 commit pending (tip " + waiting[:7] + ")"
 	eventually(t, "the waiting commit marked held", func() bool { return last(waiting) == want })
 	if got := configMapData(t, h.ns, "app"); got != "good" {
 		t.Errorf("held, the agent applied %q", got)
@@ -300,14 +300,16 @@ func TestTheTipOfAHeldSyncsBranchIsMarkedHeld(t *testing.T) {
 func TestTheHoldMessageSaysWhereWhoWhyAndWhatWaits(t *testing.T) {
 	rev, tip := strings.Repeat("9b", 20), strings.Repeat("4f", 20)
 	for _, tc := range []struct {
-		pending int
-		want    string
+		pending  int
+		verified bool
+		want     string
 	}{
-		{0, "held at 9b9b9b9 by jane: payment errors; no commits pending"},
-		{1, "held at 9b9b9b9 by jane: payment errors; 1 commit pending (tip 4f4f4f4)"},
-		{3, "held at 9b9b9b9 by jane: payment errors; 3 commits pending (tip 4f4f4f4)"},
+		{0, true, "held at 9b9b9b9 by jane: payment errors; no commits pending"},
+		{1, true, "held at 9b9b9b9 by jane: payment errors; 1 commit pending (tip 4f4f4f4)"},
+		{3, true, "held at 9b9b9b9 by jane: payment errors; 3 commits pending (tip 4f4f4f4)"},
+		{1, false, "held at 9b9b9b9 claimed by jane: payment errors; 1 commit pending (tip 4f4f4f4)"},
 	} {
-		h := &held{Hold: v1alpha1.Hold{Revision: rev, By: "jane", Reason: "payment errors"}, tip: tip, pending: tc.pending}
+		h := &held{Hold: v1alpha1.Hold{Revision: rev, By: "jane", Reason: "payment errors", Verified: tc.verified}, tip: tip, pending: tc.pending}
 		if got := holdMessage(h); got != tc.want {
 			t.Errorf("holdMessage with %d pending = %q, want %q", tc.pending, got, tc.want)
 		}

@@ -22,7 +22,7 @@ const sharedResolveAge = time.Second
 // change since; otherwise an ls-remote shared with the other Syncs of the
 // repository (source.Mirror.ResolveSince): one that started after it
 // asked, or for a new Sync's first sync one that started at most
-// sharedResolveAge before.
+// sharedResolveAge before, and after the Sync existed (existsSince).
 func (r *SyncReconciler) resolve(ctx context.Context, s *v1alpha1.Sync, req source.Request) (string, error) {
 	if v, ok := r.woken.LoadAndDelete(client.ObjectKeyFromObject(s)); ok {
 		w := v.(wokenRevision)
@@ -32,9 +32,28 @@ func (r *SyncReconciler) resolve(ctx context.Context, s *v1alpha1.Sync, req sour
 	}
 	since := time.Now()
 	if newSync(s) {
-		since = since.Add(-sharedResolveAge)
+		since = later(since.Add(-sharedResolveAge), existsSince(s))
 	}
 	return r.Mirror().ResolveSince(ctx, req, since)
+}
+
+// existsSince is a time after which s certainly existed: the second after
+// its creationTimestamp, which counts whole seconds. A new Sync's first
+// sync acts on no ls-remote that started before it: a commit pushed just
+// before the Sync was created, naming a path only that commit adds, would
+// otherwise fail the render ("path not found") until the next interval.
+// (Later syncs, a spec change's among them, ask for an ls-remote that
+// starts after they do.)
+func existsSince(s *v1alpha1.Sync) time.Time {
+	return s.CreationTimestamp.Add(time.Second)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // newSync reports whether s was never synced (no record of a sync, no

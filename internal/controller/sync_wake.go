@@ -192,8 +192,12 @@ func (r *SyncReconciler) wakePriorities(ctx context.Context, batch []WakeUp) []i
 		// namespace, as the Sync: the source is the namespace's, the
 		// identity's and the spec's.
 		ids[i], whos[i] = s.Namespace+"\x00"+who.name+"\x00"+string(g), who
-		if e.Notice.After(since[ids[i]]) {
-			since[ids[i]] = e.Notice
+		notice := e.Notice
+		if newSync(s) {
+			notice = later(notice, existsSince(s))
+		}
+		if notice.After(since[ids[i]]) {
+			since[ids[i]] = notice
 		}
 	}
 	for i, e := range batch {

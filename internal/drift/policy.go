@@ -2,6 +2,7 @@ package drift
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -72,16 +73,62 @@ func (p Policy) Decide(now time.Time, reverts []time.Time) Decision {
 	return Decision{Revert: true}
 }
 
-// History remembers when each object was last reverted.
+// History remembers when each object was last reverted, and until when
+// its reverts are paused.
 type History struct {
 	mu      sync.Mutex
 	reverts map[string][]time.Time
+	pauses  map[string]time.Time
 	keep    time.Duration
 }
 
 // NewHistory keeps reverts for keep (at least the policy's window).
 func NewHistory(keep time.Duration) *History {
-	return &History{reverts: map[string][]time.Time{}, keep: keep}
+	return &History{reverts: map[string][]time.Time{}, pauses: map[string]time.Time{}, keep: keep}
+}
+
+// Pause notes that reverts of key are paused until until. It reports
+// whether that starts a pause (none of key was going on at now): a fight
+// is announced once, not again at each edit during its pause.
+func (h *History) Pause(key string, now, until time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	end, going := h.pauses[key]
+	going = going && now.Before(end)
+	if !going || until.After(end) {
+		h.pauses[key] = until
+	}
+	return !going
+}
+
+// Paused reports whether reverts of key are paused at now (Pause), and
+// forgets a pause that has ended.
+func (h *History) Paused(key string, now time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	end, ok := h.pauses[key]
+	if ok && !now.Before(end) {
+		delete(h.pauses, key)
+		return false
+	}
+	return ok
+}
+
+// AnyPaused reports whether the reverts of any key starting with prefix
+// are paused at now.
+func (h *History) AnyPaused(prefix string, now time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key, end := range h.pauses {
+		if !now.Before(end) {
+			delete(h.pauses, key)
+			continue
+		}
+		if strings.HasPrefix(key, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Times returns the recorded reverts of key.
@@ -102,9 +149,10 @@ func (h *History) Times(key string, now time.Time) []time.Time {
 	return append([]time.Time(nil), ts...)
 }
 
-// Record notes a revert of key at t.
+// Record notes a revert of key at t, which ends its pause.
 func (h *History) Record(key string, t time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.reverts[key] = append(h.reverts[key], t)
+	delete(h.pauses, key)
 }

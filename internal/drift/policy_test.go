@@ -83,3 +83,27 @@ func TestHistoryForgetsOldReverts(t *testing.T) {
 		t.Errorf("Times = %v, want only the recent revert", got)
 	}
 }
+
+func TestAPauseIsAnnouncedOnceAndEndsWithItsTimeOrARevert(t *testing.T) {
+	h := NewHistory(time.Hour)
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	if !h.Pause("s/a", now, now.Add(time.Minute)) {
+		t.Error("the first pause of a fight was not a new pause")
+	}
+	if h.Pause("s/a", now.Add(time.Second), now.Add(time.Minute)) {
+		t.Error("an edit during the pause started another pause")
+	}
+	if !h.Paused("s/a", now.Add(30*time.Second)) || !h.AnyPaused("s/", now.Add(30*time.Second)) || h.AnyPaused("t/", now) {
+		t.Error("the pause is not seen while it lasts, or is seen for another Sync")
+	}
+	if h.Paused("s/a", now.Add(time.Minute)) || h.AnyPaused("s/", now.Add(time.Minute)) {
+		t.Error("the pause outlived its end")
+	}
+	if !h.Pause("s/a", now.Add(2*time.Minute), now.Add(3*time.Minute)) {
+		t.Error("a pause after the last one ended was not a new pause")
+	}
+	h.Record("s/a", now.Add(2*time.Minute))
+	if h.Paused("s/a", now.Add(2*time.Minute)) {
+		t.Error("a revert did not end the pause")
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-logr/logr"
 
 	"github.com/driftless/driftless/internal/source/oci"
 )
@@ -51,6 +52,9 @@ type Mirror struct {
 	// AfterFetch, when set, is called after each fetch from a remote, on
 	// a goroutine of its own (the agent's CacheLimit.Collect).
 	AfterFetch func()
+	// Log says when a mirror is cloned again because it went missing or
+	// could not be read; the zero value says nothing.
+	Log logr.Logger
 	// Limits bound the tree of a revision (see WriteTree); the zero value
 	// is DefaultTreeLimits. A tree over them, or one WriteTree refuses
 	// otherwise, fails Checkout with a *TreeError.
@@ -233,6 +237,13 @@ var errOtherReader = errors.New("the reader writing this tree stopped")
 func (m *Mirror) tree(ctx context.Context, r *mirrored, req Request, revision string) (*tree, func(), error) {
 	r.mu.Lock()
 	t, ok := r.trees[revision]
+	if ok && isClosed(t.done) && t.err == nil && !exists(t.dir) {
+		// Written, then removed under the agent with its mirror: write
+		// it again. Its readers hold files that are gone already.
+		delete(r.trees, revision)
+		r.order = deleteString(r.order, revision)
+		ok = false
+	}
 	if !ok {
 		t = &tree{dir: filepath.Join(r.dir, "trees", revision), done: make(chan struct{})}
 		r.trees[revision] = t
@@ -347,16 +358,8 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 	repo, objects, err := openMirror(gitDir)
 	if err != nil {
 		objects = nil
-		if err := os.RemoveAll(gitDir); err != nil {
+		if repo, err = initMirror(gitDir, req.URL); err != nil {
 			return nil, err
-		}
-		if repo, err = git.PlainInit(gitDir, true); err != nil {
-			return nil, fmt.Errorf("make a mirror of %s: %w", Redact(req.URL), err)
-		}
-		// The URL may hold a token (https://user:token@host/…): the
-		// mirror's config keeps it without, and fetches name it in full.
-		if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{Redact(req.URL)}}); err != nil {
-			return nil, fmt.Errorf("make a mirror of %s: %w", Redact(req.URL), err)
 		}
 	}
 	if m.repos == nil {
@@ -366,6 +369,43 @@ func (m *Mirror) repo(req Request) (*mirrored, error) {
 	r.used.Store(time.Now().UnixNano())
 	m.repos[key] = r
 	return r, nil
+}
+
+// initMirror makes an empty bare repository at gitDir, removing what was
+// there, with the remote origin at url.
+func initMirror(gitDir, url string) (*git.Repository, error) {
+	if err := os.RemoveAll(gitDir); err != nil {
+		return nil, fmt.Errorf("make a mirror of %s: remove %s: %w", Redact(url), gitDir, err)
+	}
+	repo, err := git.PlainInit(gitDir, true)
+	if err != nil {
+		return nil, fmt.Errorf("make a mirror of %s: %w", Redact(url), err)
+	}
+	// The URL may hold a token (https://user:token@host/…): the
+	// mirror's config keeps it without, and fetches name it in full.
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{Redact(url)}}); err != nil {
+		return nil, fmt.Errorf("make a mirror of %s: %w", Redact(url), err)
+	}
+	return repo, nil
+}
+
+// openForFetch opens the mirror's repository for a fetch; one that is
+// gone or cannot be opened (its directory removed under the agent, a
+// broken HEAD or config) is made again, empty, and said in the log: the
+// fetch then clones it. Its trees went with it or are rewritten as they
+// are asked for (see tree).
+func (m *Mirror) openForFetch(r *mirrored, req Request) (*git.Repository, cache.Object, error) {
+	gitDir := filepath.Join(r.dir, "git")
+	repo, objects, err := openMirror(gitDir)
+	if err == nil {
+		return repo, objects, nil
+	}
+	m.Log.Info("the mirror is missing or unreadable; cloning it again", "url", Redact(req.URL), "dir", gitDir, "error", err.Error())
+	repo, err = initMirror(gitDir, req.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return repo, nil, nil
 }
 
 // mirrorKey names the mirror of a URL read with given credentials.
@@ -575,9 +615,9 @@ func (m *Mirror) fetchDeep(ctx context.Context, r *mirrored, req Request, done f
 			return nil
 		}
 	}
-	repo, objects, err := openMirror(filepath.Join(r.dir, "git"))
+	repo, objects, err := m.openForFetch(r, req)
 	if err != nil {
-		return fmt.Errorf("open the mirror of %s: %w", Redact(req.URL), err)
+		return err
 	}
 	defer func() {
 		r.mu.Lock()
@@ -636,6 +676,12 @@ func (m *Mirror) collect(r *mirrored) {
 		r.order = deleteString(r.order, rev)
 		_ = RemoveTree(t.dir)
 	}
+}
+
+// exists reports whether path is there.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func isClosed(c chan struct{}) bool {

@@ -326,3 +326,52 @@ func TestAnAnonymousReaderIsNotServedAPinnedCommitAnotherReadersCredentialsFetch
 		}
 	}
 }
+
+// A mirror whose directory is removed under a running agent (a cleanup of
+// the cache, a full disk emptied by hand), or whose repository is no
+// longer readable, is cloned again: the next commit is checked out, and
+// so is a revision whose tree went with the directory.
+func TestAMirrorRemovedOrBrokenUnderTheAgentIsClonedAgain(t *testing.T) {
+	srv := testenv.NewGitServer(t)
+	repo := srv.NewRepo(t, "fleet")
+	req := Request{URL: repo.FileURL(), Ref: Ref{Branch: "main"}}
+	m := &Mirror{Dir: t.TempDir()}
+	ctx := context.Background()
+	checkout := func(rev, want string) {
+		t.Helper()
+		tr, err := m.Checkout(ctx, req, rev)
+		if err != nil {
+			t.Fatalf("check out %s: %v", Short(rev), err)
+		}
+		defer tr.Release()
+		if got := readTreeFile(t, tr, "app.yaml"); got != want {
+			t.Errorf("%s: app.yaml = %q, want %q", Short(rev), got, want)
+		}
+	}
+	first := repo.Commit(t, "first", map[string]string{"app.yaml": "v: 1\n"})
+	checkout(first, "v: 1\n")
+
+	entries, err := os.ReadDir(m.Dir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("mirror directory %s: %v entries, %v; want one mirror", m.Dir, len(entries), err)
+	}
+	mirrorDir := filepath.Join(m.Dir, entries[0].Name())
+	if err := os.RemoveAll(mirrorDir); err != nil {
+		t.Fatal(err)
+	}
+	second := repo.Commit(t, "second", map[string]string{"app.yaml": "v: 2\n"})
+	if rev, err := m.Resolve(ctx, req); err != nil || rev != second {
+		t.Fatalf("resolve = %s, %v; want %s", rev, err, second)
+	}
+	checkout(second, "v: 2\n")
+	checkout(first, "v: 1\n")
+
+	// A repository that cannot be opened (its HEAD and config gone).
+	for _, name := range []string{"HEAD", "config"} {
+		if err := os.Remove(filepath.Join(mirrorDir, "git", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := repo.Commit(t, "third", map[string]string{"app.yaml": "v: 3\n"})
+	checkout(third, "v: 3\n")
+}
