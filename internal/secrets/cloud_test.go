@@ -38,7 +38,8 @@ func TestFilesSopsEncryptedWithAWSKMSDecryptWithTheSecretsCredentials(t *testing
 
 // encryptedFor returns a Secret manifest encrypted with SOPS whose data
 // key is held only by keys of one cloud service (entry, as in sops's
-// metadata): what such a file looks like, without the service.
+// metadata): what such a file looks like, without the service. key's
+// enc, when it has none, is a placeholder.
 func encryptedFor(t *testing.T, entry string, key map[string]any) []byte {
 	t.Helper()
 	_, recipient, _ := newKey(t)
@@ -50,7 +51,9 @@ func encryptedFor(t *testing.T, entry string, key map[string]any) []byte {
 	md := doc["sops"].(map[string]any)
 	delete(md, "age")
 	key["created_at"] = "2026-01-01T00:00:00Z"
-	key["enc"] = "c29tZSBlbmNyeXB0ZWQgZGF0YSBrZXk="
+	if key["enc"] == nil {
+		key["enc"] = "c29tZSBlbmNyeXB0ZWQgZGF0YSBrZXk="
+	}
 	md[entry] = []any{key}
 	out, err := yaml.Marshal(doc)
 	if err != nil {

@@ -172,8 +172,8 @@ func (k *Keys) dataKey(md sops.Metadata) ([]byte, error) {
 	if key, ok := k.ageDataKey(group); ok {
 		return key, nil
 	}
-	if key, ok := k.pgpDataKey(group); ok {
-		return key, nil
+	if key, ok, err := k.pgpDataKey(group); ok || err != nil {
+		return key, err
 	}
 	key, cloudWhy := k.cloud.dataKey(group)
 	if key != nil {
