@@ -109,6 +109,24 @@ func (h Hosts) CheckHost(what, raw string) error {
 	return &HostNotAllowedError{What: what, Host: host, Hosts: h}
 }
 
+// CheckAddress is CheckHost for raw, the http or https address of a
+// service that is not a repository (a key service's, say): it names no
+// repository path. An address whose host cannot be read is refused when h
+// restricts.
+func (h Hosts) CheckAddress(what, raw string) error {
+	if !h.Restricts() {
+		return nil
+	}
+	host := "(none that can be read)"
+	if u, err := url.Parse(raw); err == nil && u.Host != "" {
+		host = strings.ToLower(u.Host)
+		if h.Allows(host) {
+			return nil
+		}
+	}
+	return &HostNotAllowedError{What: what, Host: host, Hosts: h}
+}
+
 // addressHost returns the host of a URL or scp-like address, lowercased,
 // with its port when it has one; ok is false when it names none.
 func addressHost(raw string) (string, bool) {
