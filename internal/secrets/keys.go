@@ -161,7 +161,10 @@ func (k *Keys) Decrypt(name string, data []byte) ([]byte, error) {
 	}
 	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
 	if err != nil || stored != mac {
-		return nil, errors.New("failed its integrity check (MAC mismatch): it was changed after it was encrypted; edit encrypted files with driftless secret edit or sops, never by hand")
+		return nil, errors.New("failed its integrity check (MAC mismatch): a value was changed, added or removed after it was encrypted (sops's MAC covers the file's non-empty values, not its keys); edit encrypted files with driftless secret edit or sops, never by hand")
+	}
+	if err := uncovered(tree, dataKey); err != nil {
+		return nil, err
 	}
 	plain, err := store.EmitPlainFile(tree.Branches)
 	if err != nil {
