@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/source"
 	"github.com/driftless/driftless/internal/testenv"
@@ -58,22 +56,7 @@ func encryptedFor(t *testing.T, entry string, key map[string]any) []byte {
 	t.Helper()
 	_, recipient, _ := newKey(t)
 	enc := encrypt(t, "secret.yaml", secretYAML, secrets.Rule{Recipients: []string{recipient}, EncryptedRegex: secrets.SecretFields})
-	var doc map[string]any
-	if err := yaml.Unmarshal(enc, &doc); err != nil {
-		t.Fatal(err)
-	}
-	md := doc["sops"].(map[string]any)
-	delete(md, "age")
-	key["created_at"] = "2026-01-01T00:00:00Z"
-	if key["enc"] == nil {
-		key["enc"] = "c29tZSBlbmNyeXB0ZWQgZGF0YSBrZXk="
-	}
-	md[entry] = []any{key}
-	out, err := yaml.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testenv.SopsFileOnlyFor(t, enc, entry, key)
 }
 
 func TestFilesForACloudKeyServiceWithoutItsCredentialsAreRefusedNamingTheEntry(t *testing.T) {

@@ -1,16 +1,9 @@
 package secrets_test
 
 import (
-	"bytes"
-	"encoding/hex"
-	"io"
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
-	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/testenv"
@@ -78,84 +71,23 @@ func TestPGPKeysTheAgentCannotUseAreRefusedNamingTheEntry(t *testing.T) {
 	}
 }
 
-// newPGPEntity returns an in-process OpenPGP key (no gpg) and its
-// armored private key, as a key Secret's .asc entry holds it.
-func newPGPEntity(t *testing.T) (*openpgp.Entity, string) {
-	t.Helper()
-	e, err := openpgp.NewEntity("bomb", "", "bomb@driftless.dev", &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA, DefaultCompressionAlgo: packet.CompressionZLIB})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var armored bytes.Buffer
-	w, err := armor.Encode(&armored, openpgp.PrivateKeyType, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.SerializePrivate(w, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return e, armored.String()
-}
-
-// armoredMessage returns an armored OpenPGP message of size zero bytes:
-// encrypted for to and compressed (zlib, level 9) when to is not nil, else
-// a plain literal packet that anyone can write.
-func armoredMessage(t *testing.T, to *openpgp.Entity, size int) string {
-	t.Helper()
-	var out bytes.Buffer
-	aw, err := armor.Encode(&out, "PGP MESSAGE", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var w io.WriteCloser
-	if to != nil {
-		w, err = openpgp.Encrypt(aw, []*openpgp.Entity{to}, nil, nil, &packet.Config{
-			DefaultCompressionAlgo: packet.CompressionZLIB, CompressionConfig: &packet.CompressionConfig{Level: 9}})
-	} else {
-		w, err = packet.SerializeLiteral(nopCloser{aw}, true, "", 0)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 1<<16)
-	for n := 0; n < size; n += len(chunk) {
-		if _, err := w.Write(chunk[:min(len(chunk), size-n)]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := aw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.String()
-}
-
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
-
 // A data key is 32 bytes. A file whose PGP data key is a compressed
 // message of hundreds of MiB (a few hundred KiB in git) once made the
 // agent allocate it all, past its memory limit, at every restart: it is
 // refused after reading a few bytes of it, naming the key and why.
 func TestAPGPDataKeyThatIsNotOneIsRefusedWithoutReadingItAll(t *testing.T) {
-	e, private := newPGPEntity(t)
-	fpr := strings.ToUpper(hex.EncodeToString(e.PrimaryKey.Fingerprint))
-	keys, err := secrets.ParseKeys("Secret shop/sops-gpg", map[string][]byte{"sops.asc": []byte(private)})
+	key := testenv.NewCompressingPGPKey(t)
+	fpr := key.Fingerprint
+	keys, err := secrets.ParseKeys("Secret shop/sops-gpg", map[string][]byte{"sops.asc": []byte(key.ArmoredPrivate)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name, message, want string
 	}{
-		{"a compressed message of 64 MiB", armoredMessage(t, e, 64<<20),
+		{"a compressed message of 64 MiB", testenv.PGPMessage(t, key, 64<<20),
 			"is encrypted for PGP key " + fpr + " with a data key longer than 64 bytes (a SOPS data key is 32): the file was not written by sops; encrypt it again (driftless secret encrypt)"},
-		{"a message encrypted for no key", armoredMessage(t, nil, 32),
+		{"a message encrypted for no key", testenv.PGPMessage(t, nil, 32),
 			"is encrypted for PGP key " + fpr + " with a data key that is not encrypted (anyone could have written it): the file was not written by sops; encrypt it again (driftless secret encrypt)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
