@@ -22,6 +22,7 @@ import (
 	"github.com/getsops/sops/v3/hcvault"
 	"github.com/getsops/sops/v3/keys"
 	"github.com/getsops/sops/v3/kms"
+	vaultapi "github.com/hashicorp/vault/api"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 	"golang.org/x/oauth2/jwt"
@@ -143,6 +144,16 @@ func (c *cloudCredentials) allowed(what, address string) error {
 // where c.allowed lets it.
 func (c *cloudCredentials) client() *http.Client {
 	return &http.Client{Transport: guarded{c: c, next: http.DefaultTransport}, Timeout: cloudTimeout}
+}
+
+// vaultClient is the Vault API's default HTTP client, with the agent's
+// TLS settings (VAULT_CACERT, VAULT_SKIP_VERIFY …) as sops has them, whose
+// requests go only where c.allowed lets them: the Vault client follows a
+// redirect itself, through it.
+func (c *cloudCredentials) vaultClient() *http.Client {
+	hc := vaultapi.DefaultConfig().HttpClient
+	hc.Transport = guarded{c: c, next: hc.Transport}
+	return hc
 }
 
 // guarded refuses a request c.allowed refuses, before it is sent.
@@ -278,7 +289,7 @@ func (c *cloudCredentials) prepare(mk keys.MasterKey) (k cloudKey, ok bool) {
 		if c.vault != "" {
 			k.refused = c.allowed("the Vault Transit address "+key.VaultAddress+" of the file's sops metadata", key.VaultAddress)
 			hcvault.Token(c.vault).ApplyToMasterKey(key)
-			hcvault.NewHTTPClient(hc).ApplyToMasterKey(key)
+			hcvault.NewHTTPClient(c.vaultClient()).ApplyToMasterKey(key)
 			k.decrypt = key.DecryptContext
 		}
 	default:
