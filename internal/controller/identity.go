@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/engine"
+	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/source"
 )
 
@@ -347,6 +348,15 @@ func (r *SyncReconciler) sourceHosts(s *v1alpha1.Sync) source.Hosts {
 		return source.Hosts{}
 	}
 	return r.Identities.Tenancy.SourceHosts
+}
+
+// decryptionKeys returns the keys of s (engine.DecryptionKeys), which
+// send requests only to the key services on hosts s may fetch from
+// (sourceHosts): a tenant's key material names no address of the agent's.
+func (r *SyncReconciler) decryptionKeys(ctx context.Context, reader engine.Reader, s *v1alpha1.Sync) (*secrets.Keys, error) {
+	keys, err := engine.DecryptionKeys(ctx, reader, s, r.DefaultAgeKey)
+	keys.LimitAddresses(r.sourceHosts(s).CheckURL)
+	return keys, err
 }
 
 // mayReadFiles reports whether s may read file:// repositories, as its

@@ -434,7 +434,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		return fail(variablesFailure(err), err)
 	}
 	secrets = engine.VariablesRedactor(vars)
-	keys, err := engine.DecryptionKeys(ctx, reader, s, r.DefaultAgeKey)
+	keys, err := r.decryptionKeys(ctx, reader, s)
 	if err != nil {
 		return fail(keysFailure(err), err)
 	}

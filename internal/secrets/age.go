@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -44,7 +45,7 @@ func (k *Keys) ageDataKey(group sops.KeyGroup) ([]byte, bool) {
 		if err != nil {
 			continue
 		}
-		key, err := io.ReadAll(r)
+		key, err := readDataKey(r)
 		if err == nil && len(key) == 32 {
 			return key, true
 		}
@@ -61,4 +62,24 @@ func groupAgeRecipients(group sops.KeyGroup) []string {
 		}
 	}
 	return r
+}
+
+// maxDataKey bounds what is read of a decrypted data key, which is 32
+// bytes: a PGP message may be compressed, and expand to gigabytes.
+const maxDataKey = 64
+
+// errDataKeyTooLong completes "a data key …".
+var errDataKeyTooLong = fmt.Errorf("longer than %d bytes (a SOPS data key is 32)", maxDataKey)
+
+// errNotSops ends the error about a data key sops cannot have written.
+var errNotSops = errors.New("the file was not written by sops; encrypt it again (driftless secret encrypt)")
+
+// readDataKey reads a decrypted data key from r, at most maxDataKey bytes
+// of it: a longer one is errDataKeyTooLong.
+func readDataKey(r io.Reader) ([]byte, error) {
+	key, err := io.ReadAll(io.LimitReader(r, maxDataKey+1))
+	if err == nil && len(key) > maxDataKey {
+		return nil, errDataKeyTooLong
+	}
+	return key, err
 }

@@ -30,12 +30,14 @@ const (
 	// aws_access_key_id, aws_secret_access_key and optionally
 	// aws_session_token.
 	AWSEntry = "sops.aws-kms"
-	// GCPEntry holds a Google service account's JSON key for GCP KMS.
+	// GCPEntry holds a Google service account's JSON key for GCP KMS
+	// (type service_account; every other type is refused).
 	GCPEntry = "sops.gcp-kms"
-	// AzureEntry holds Azure credentials for Key Vault, as YAML or JSON
-	// with tenantId, clientId and clientSecret (or clientCertificate), or
-	// appId, tenant and password as `az ad sp create-for-rbac` prints
-	// them, or only clientId for a managed identity.
+	// AzureEntry holds a service principal's credentials for Key Vault,
+	// as YAML or JSON with tenantId, clientId and clientSecret (or
+	// clientCertificate), or appId, tenant and password as `az ad sp
+	// create-for-rbac` prints them. Only clientId (the agent's managed
+	// identity) is refused.
 	AzureEntry = "sops.azure-kv"
 	// VaultEntry holds a HashiCorp Vault (or OpenBao) token for Vault
 	// Transit.
@@ -103,6 +105,20 @@ func (k *Keys) Recipients() []string { return slices.Clone(k.recipients) }
 // upper-case hexadecimal as gpg prints them.
 func (k *Keys) PGPFingerprints() []string { return slices.Clone(k.pgpFprs) }
 
+// LimitAddresses makes k refuse the addresses of key services that check
+// refuses: before any request, the Vault Transit address and Azure Key
+// Vault URL of a file's sops metadata and the entries' Azure
+// authorityHost and Google token_uri; and every request to a key service
+// named there, a redirect's included. check is (source.Hosts).CheckURL
+// for a tenant's Sync when --tenant-source-hosts restricts; what names
+// the address in its error. Whatever check says, only http and https
+// addresses are reached. A nil k is fine.
+func (k *Keys) LimitAddresses(check func(what, address string) error) {
+	if k != nil {
+		k.cloud.check = check
+	}
+}
+
 // Digest changes whenever the keys do, for caching a render.
 func (k *Keys) Digest() string {
 	if k == nil {
@@ -145,7 +161,10 @@ func (k *Keys) Decrypt(name string, data []byte) ([]byte, error) {
 	}
 	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
 	if err != nil || stored != mac {
-		return nil, errors.New("failed its integrity check (MAC mismatch): it was changed after it was encrypted; edit encrypted files with driftless secret edit or sops, never by hand")
+		return nil, errors.New("failed its integrity check (MAC mismatch): a value was changed, added or removed after it was encrypted (sops's MAC covers the file's non-empty values, not its keys); edit encrypted files with driftless secret edit or sops, never by hand")
+	}
+	if err := uncovered(tree, dataKey); err != nil {
+		return nil, err
 	}
 	plain, err := store.EmitPlainFile(tree.Branches)
 	if err != nil {
@@ -172,8 +191,8 @@ func (k *Keys) dataKey(md sops.Metadata) ([]byte, error) {
 	if key, ok := k.ageDataKey(group); ok {
 		return key, nil
 	}
-	if key, ok := k.pgpDataKey(group); ok {
-		return key, nil
+	if key, ok, err := k.pgpDataKey(group); ok || err != nil {
+		return key, err
 	}
 	key, cloudWhy := k.cloud.dataKey(group)
 	if key != nil {

@@ -3,8 +3,8 @@ package secrets
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -70,14 +70,18 @@ func hasPrivate(e *openpgp.Entity) bool {
 }
 
 // pgpDataKey decrypts the data key with a PGP key of k, if the group
-// holds a PGP master key encrypted for one.
-func (k *Keys) pgpDataKey(group sops.KeyGroup) ([]byte, bool) {
+// holds a PGP master key encrypted for one; ok is false when none is.
+// A message for one of k's keys that is not a data key (not encrypted,
+// or longer than maxDataKey: a compressed message can expand to
+// gigabytes) is an error naming the key, after reading at most
+// maxDataKey+1 bytes of it.
+func (k *Keys) pgpDataKey(group sops.KeyGroup) (key []byte, ok bool, err error) {
 	if len(k.pgp) == 0 {
-		return nil, false
+		return nil, false, nil
 	}
 	for _, mk := range group {
-		pk, ok := mk.(*pgp.MasterKey)
-		if !ok {
+		pk, isPGP := mk.(*pgp.MasterKey)
+		if !isPGP {
 			continue
 		}
 		block, err := armor.Decode(strings.NewReader(pk.EncryptedKey))
@@ -88,12 +92,19 @@ func (k *Keys) pgpDataKey(group sops.KeyGroup) ([]byte, bool) {
 		if err != nil {
 			continue
 		}
-		key, err := io.ReadAll(md.UnverifiedBody)
+		fpr := strings.ToUpper(pk.Fingerprint)
+		if !md.IsEncrypted || md.DecryptedWith.Entity == nil {
+			return nil, false, fmt.Errorf("is encrypted for PGP key %s with a data key that is not encrypted (anyone could have written it): %w", fpr, errNotSops)
+		}
+		key, err := readDataKey(md.UnverifiedBody)
+		if errors.Is(err, errDataKeyTooLong) {
+			return nil, false, fmt.Errorf("is encrypted for PGP key %s with a data key %w: %w", fpr, err, errNotSops)
+		}
 		if err == nil && len(key) == 32 {
-			return key, true
+			return key, true, nil
 		}
 	}
-	return nil, false
+	return nil, false, nil
 }
 
 // groupPGPFingerprints returns the fingerprints of the group's PGP keys.

@@ -1,6 +1,7 @@
 package secrets_test
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -65,6 +66,42 @@ func TestPGPKeysTheAgentCannotUseAreRefusedNamingTheEntry(t *testing.T) {
 			_, err := secrets.ParseKeys("Secret shop/sops-gpg", map[string][]byte{"sops.asc": []byte(tc.entry)})
 			if err == nil || !strings.Contains(err.Error(), "Secret shop/sops-gpg: "+tc.want) {
 				t.Fatalf("ParseKeys error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A data key is 32 bytes. A file whose PGP data key is a compressed
+// message of hundreds of MiB (a few hundred KiB in git) once made the
+// agent allocate it all, past its memory limit, at every restart: it is
+// refused after reading a few bytes of it, naming the key and why.
+func TestAPGPDataKeyThatIsNotOneIsRefusedWithoutReadingItAll(t *testing.T) {
+	key := testenv.NewCompressingPGPKey(t)
+	fpr := key.Fingerprint
+	keys, err := secrets.ParseKeys("Secret shop/sops-gpg", map[string][]byte{"sops.asc": []byte(key.ArmoredPrivate)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, message, want string
+	}{
+		{"a compressed message of 64 MiB", testenv.PGPMessage(t, key, 64<<20),
+			"is encrypted for PGP key " + fpr + " with a data key longer than 64 bytes (a SOPS data key is 32): the file was not written by sops; encrypt it again (driftless secret encrypt)"},
+		{"a message encrypted for no key", testenv.PGPMessage(t, nil, 32),
+			"is encrypted for PGP key " + fpr + " with a data key that is not encrypted (anyone could have written it): the file was not written by sops; encrypt it again (driftless secret encrypt)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := encryptedFor(t, "pgp", map[string]any{"fp": fpr, "enc": tc.message})
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := keys.Decrypt("secret.yaml", file)
+			runtime.ReadMemStats(&after)
+			if grown := after.TotalAlloc - before.TotalAlloc; grown > 16<<20 {
+				t.Errorf("Decrypt allocated %d MiB for a %d KiB file; want it to stop reading the data key after a few bytes", grown>>20, len(file)>>10)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Decrypt error = %v\nwant %q", err, tc.want)
 			}
 		})
 	}

@@ -95,7 +95,9 @@ func TestBadFilesAreRefusedWithoutShowingValuesOrKeys(t *testing.T) {
 	}{
 		{"a file encrypted for another key names its recipients", forOther, "encrypted for age recipients " + other},
 		{"a changed plain value fails the MAC", strings.Replace(good, "name: db", "name: dc", 1), "MAC mismatch"},
-		{"a plain value added among the encrypted ones fails the MAC", strings.Replace(good, "stringData:", "stringData:\n    extra: marker-s3cr3t-value", 1), "half-encrypted or corrupt"},
+		// Not the MAC: the value is not an ENC[…] value where the
+		// metadata says values are encrypted.
+		{"a plain value added among the encrypted ones is refused as half-encrypted", strings.Replace(good, "stringData:", "stringData:\n    extra: marker-s3cr3t-value", 1), "half-encrypted or corrupt"},
 		{"ENC values without sops metadata are half-encrypted", withoutMetadata, "half-encrypted: it holds ENC[…] values but no sops metadata"},
 		{"an ENC value pasted outside the encrypted fields fails the MAC", strings.Replace(all, "name: db", "name: "+good[strings.Index(good, "ENC["):strings.Index(good, "ENC[")+strings.Index(good[strings.Index(good, "ENC["):], "]")+1], 1), "MAC mismatch"},
 	} {
@@ -176,6 +178,48 @@ func TestAFileThatCannotBeReadIsNamedByLineNotByValue(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.line) {
 				t.Errorf("the error %q does not say %q", err, tc.line)
+			}
+		})
+	}
+}
+
+// sops's MAC is a hash of a file's values, in order: not of its keys, of
+// the boundaries between values, nor of an empty or null value (sops
+// writes an empty value unencrypted). So a hand edit that adds an empty
+// value where values are encrypted, or a key to stringData that shadows
+// one of data, passes the MAC; driftless refuses such a file.
+func TestEditsTheMACDoesNotCoverAreRefused(t *testing.T) {
+	keys, recipient, _ := newKey(t)
+	rule := secrets.Rule{Recipients: []string{recipient}, EncryptedRegex: secrets.SecretFields}
+	const withData = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  annotations:\n    note: \"\"\ndata:\n  password: bWFya2VyLXMzY3IzdC12YWx1ZQ==\n"
+	good := string(encrypt(t, "secret.yaml", withData, rule))
+	if _, err := keys.Decrypt("secret.yaml", []byte(good)); err != nil {
+		t.Fatalf("the file as encrypted (an empty annotation, which is not encrypted) is refused: %v", err)
+	}
+	both := string(encrypt(t, "secret.yaml", withData+"stringData:\n  password: marker-s3cr3t-value-2\n", rule))
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"an empty stringData value added by hand shadows data's",
+			good + "stringData:\n    password: \"\"\n",
+			"sets password in both data and stringData"},
+		{"an empty value added by hand where values are encrypted",
+			strings.Replace(good, "\ndata:\n", "\ndata:\n    token: \"\"\n", 1),
+			"has an empty value at data:token of a Secret, where its sops metadata says values are encrypted"},
+		{"a null value added by hand where values are encrypted",
+			strings.Replace(good, "\ndata:\n", "\ndata:\n    token: null\n", 1),
+			"has a null value at data:token of a Secret, where its sops metadata says values are encrypted"},
+		{"a key in both data and stringData, both encrypted",
+			both,
+			"sets password in both data and stringData"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := keys.Decrypt("secret.yaml", []byte(tc.data))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Decrypt error = %v\nwant %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "marker-s3cr3t-value") {
+				t.Errorf("the error quotes a value: %v", err)
 			}
 		})
 	}

@@ -83,7 +83,7 @@ func (e *HostNotAllowedError) Error() string {
 		name = h // a pattern has no port
 	}
 	return fmt.Sprintf("%s is on host %s, which a Sync outside the agent's namespace may not fetch from (the agent's --tenant-source-hosts allows %s): "+
-		"use a repository on an allowed host, or ask the cluster's administrator to add %s to --tenant-source-hosts", e.What, e.Host, e.Hosts, name)
+		"use an address on an allowed host, or ask the cluster's administrator to add %s to --tenant-source-hosts", e.What, e.Host, e.Hosts, name)
 }
 
 // CheckHost returns a *HostNotAllowedError when h does not allow the host

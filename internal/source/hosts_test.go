@@ -92,3 +92,28 @@ func TestCheckHostRefusesWhatItCannotReadOrWhatHidesAnotherHost(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckURLAllowsAnyPathOnAnAllowedHostAndNothingElse(t *testing.T) {
+	h, _ := ParseHosts([]string{"github.com", "*.corp.example"})
+	for _, raw := range []string{"https://vault.corp.example:8200", "https://vault.corp.example/", "http://GitHub.com/login/oauth"} {
+		if err := h.CheckURL("the Vault address", raw); err != nil {
+			t.Errorf("CheckURL(%q) = %v, want allowed", raw, err)
+		}
+	}
+	for _, raw := range []string{
+		"http://127.0.0.1:8200",
+		"http://169.254.169.254/computeMetadata/v1/",
+		"https://github.com@evil.example/",
+		"https://evil.example#@github.com/",
+		"https:///v1/transit",
+		"unix:///var/run/vault.sock",
+	} {
+		var he *HostNotAllowedError
+		if err := h.CheckURL("the Vault address", raw); !errors.As(err, &he) || !strings.Contains(err.Error(), "the Vault address") {
+			t.Errorf("CheckURL(%q) = %v, want a *HostNotAllowedError naming the address", raw, err)
+		}
+	}
+	if err := (Hosts{}).CheckURL("the Vault address", "http://127.0.0.1:8200"); err != nil {
+		t.Errorf("no patterns must allow every address: %v", err)
+	}
+}
