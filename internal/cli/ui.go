@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -158,7 +156,11 @@ func runUI(ctx context.Context, o *uiOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv, err := ui.New(ui.Options{Clusters: clusters, Pending: uiPending(o, clusters), ConnectTimeout: o.contextTimeout})
+	token, err := ui.NewLocalToken()
+	if err != nil {
+		return err
+	}
+	srv, err := ui.New(ui.Options{Clusters: clusters, Pending: uiPending(o, clusters), ConnectTimeout: o.contextTimeout, LocalToken: token})
 	if err != nil {
 		return err
 	}
@@ -167,17 +169,7 @@ func runUI(ctx context.Context, o *uiOptions, out io.Writer) error {
 		return fmt.Errorf("serve the dashboard on %s: %w; pass another --address", o.address, err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	hs := &http.Server{Handler: srv.Handler(ui.LoopbackHosts(port)), ReadHeaderTimeout: 10 * time.Second}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { _ = srv.Run(ctx) }()
-	go func() {
-		<-ctx.Done()
-		shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
-		defer done()
-		_ = hs.Shutdown(shutdown)
-	}()
-	url := "http://" + ln.Addr().String() + "/"
+	url := "http://" + ln.Addr().String() + "/?token=" + token
 	names := make([]string, 0, len(clusters))
 	for _, c := range clusters {
 		names = append(names, c.Name)
@@ -188,10 +180,7 @@ func runUI(ctx context.Context, o *uiOptions, out io.Writer) error {
 			fmt.Fprintf(out, "could not open a browser (%v): open %s yourself\n", err, url)
 		}
 	}
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return srv.Serve(ctx, ln, ui.LoopbackHosts(port))
 }
 
 // openBrowser opens url in the desktop's default browser.

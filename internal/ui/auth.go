@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -36,15 +37,29 @@ type Auth struct {
 	// Config is the dashboard's own connection; requests as a viewer are
 	// made with it, impersonating the viewer's user and groups.
 	Config *rest.Config
+	// TrustedProxies are the proxies in front of the dashboard (an
+	// Ingress): the sign-in limit counts refused tokens per client they
+	// forward (X-Forwarded-For), not per proxy. Empty: per TCP peer.
+	TrustedProxies []netip.Prefix
+	// ReviewTTL is how long a token's review and an authorisation are
+	// trusted before the API server is asked again, also by live
+	// streams; 0 is DefaultReviewTTL.
+	ReviewTTL time.Duration
+	// StreamLife is how long a live stream lasts at most; the browser
+	// then opens it again, and is reviewed afresh. 0 is
+	// DefaultStreamLife.
+	StreamLife time.Duration
 }
+
+// DefaultReviewTTL and DefaultStreamLife are Auth's defaults.
+const (
+	DefaultReviewTTL  = 30 * time.Second
+	DefaultStreamLife = time.Hour
+)
 
 // SessionCookie holds the viewer's token: HttpOnly, Secure,
 // SameSite=Strict.
 const SessionCookie = "driftless-session"
-
-// reviewTTL is how long a token's review, and an authorisation, are
-// trusted before the API server is asked again.
-const reviewTTL = 30 * time.Second
 
 // viewer is who a request is from, as the API server reviewed its token.
 type viewer struct {
@@ -82,7 +97,7 @@ func sessionOf(ctx context.Context) session {
 }
 
 // authenticator reviews tokens and authorises requests, remembering each
-// answer for reviewTTL.
+// answer for Auth.ReviewTTL.
 type authenticator struct {
 	Auth
 	// key signs CSRF tokens; it is made at start, so a restart ends every
@@ -112,6 +127,12 @@ type decision struct {
 func newAuthenticator(a Auth, now func() time.Time) (*authenticator, error) {
 	if a.Client == nil || a.Config == nil {
 		return nil, errors.New("in-cluster dashboard: no client of its own to review tokens with")
+	}
+	if a.ReviewTTL <= 0 {
+		a.ReviewTTL = DefaultReviewTTL
+	}
+	if a.StreamLife <= 0 {
+		a.StreamLife = DefaultStreamLife
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
@@ -172,7 +193,7 @@ func (a *authenticator) review(ctx context.Context, token, remote string) (*view
 	if len(a.reviews) >= cacheBound {
 		clear(a.reviews)
 	}
-	a.reviews[sum] = review{v: v, exp: now.Add(reviewTTL)}
+	a.reviews[sum] = review{v: v, exp: now.Add(a.ReviewTTL)}
 	a.mu.Unlock()
 	c := *v
 	return &c, nil
@@ -220,7 +241,7 @@ func (a *authenticator) authorize(ctx context.Context, v *viewer, verb, namespac
 	if err := a.Client.Create(ctx, sar); err != nil {
 		return false, "", fmt.Errorf("ask the API server whether %s may %s Syncs: %w", v.User, verb, err)
 	}
-	d = decision{ok: sar.Status.Allowed && !sar.Status.Denied, exp: now.Add(reviewTTL)}
+	d = decision{ok: sar.Status.Allowed && !sar.Status.Denied, exp: now.Add(a.ReviewTTL)}
 	if !d.ok {
 		d.reason = refusal(v.User, verb, namespace, name)
 	}

@@ -2,7 +2,9 @@ package ui
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
@@ -61,6 +63,10 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// LocalToken, in the local mode, is the secret of the URL `driftless
+	// ui` prints: a request must carry it (in its query, once, which
+	// sets a cookie) or be refused.
+	LocalToken string
 	// Auth, when set, serves the in-cluster mode (one cluster, whose
 	// Config is the dashboard's own identity): a login page, every request
 	// reviewed and authorised for its viewer, and made as the viewer. Nil
@@ -146,6 +152,31 @@ func (s *Server) Handler(hostCheck func(host string) bool) http.Handler {
 		return secure(hostCheck, s.auth.middleware(s.mux))
 	}
 	return secure(hostCheck, s.mux)
+}
+
+// Serve serves Handler(hostCheck) on ln, and follows the clusters (Run),
+// until ctx ends; then it stops, letting requests in flight finish for a
+// few seconds.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, hostCheck func(string) bool) error {
+	hs := &http.Server{Handler: s.Handler(hostCheck), ReadHeaderTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = s.Run(ctx) }()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
+		defer done()
+		_ = hs.Shutdown(shutdown)
+	}()
+	err := hs.Serve(ln)
+	cancel()
+	<-stopped
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }
 
 func (s *Server) routes() {
@@ -246,4 +277,14 @@ func (s *Server) fragment(page string, data any) (string, error) {
 	var b strings.Builder
 	err := s.pages[page].ExecuteTemplate(&b, "live", data)
 	return b.String(), err
+}
+
+// NewLocalToken makes the secret of the URL `driftless ui` prints
+// (Options.LocalToken).
+func NewLocalToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make the dashboard's token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }
