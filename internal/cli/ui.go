@@ -53,8 +53,10 @@ Contexts: the kubeconfig's current context, or each --context, or every
 context with --all-contexts. A context that does not answer within
 --context-timeout is shown as such; the others are shown all the same.
 
-The dashboard has no login: it serves loopback addresses only (127.0.0.1,
-::1, localhost) and answers only requests addressed to them.`,
+It serves loopback addresses only (127.0.0.1, ::1, localhost), answers only
+requests addressed to them, and only whoever has the address it prints: each
+run makes a random token, in that address (http://127.0.0.1:9393/?token=...);
+opening it sets a session cookie and drops the token from the address bar.`,
 		Example: `  # the current context, in the browser
   driftless ui --open
 
@@ -150,7 +152,7 @@ func uiPending(o *uiOptions, clusters []ui.Cluster) ui.PendingFunc {
 
 func runUI(ctx context.Context, o *uiOptions, out io.Writer) error {
 	if !ui.IsLoopback(o.address) {
-		return &exitError{code: 2, err: fmt.Errorf("--address %s is not a loopback address: the dashboard has no login of its own, so it serves only 127.0.0.1, ::1 or localhost (any port)", o.address)}
+		return &exitError{code: 2, err: fmt.Errorf("--address %s is not a loopback address: the dashboard acts as you with your kubeconfig, so it serves only 127.0.0.1, ::1 or localhost (any port)", o.address)}
 	}
 	clusters, err := uiClusters(o)
 	if err != nil {

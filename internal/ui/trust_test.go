@@ -154,7 +154,9 @@ func liveStream(t *testing.T, addr, path string, header http.Header) <-chan sseE
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header = header.Clone()
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := local.Do(req)
 	if err != nil {
