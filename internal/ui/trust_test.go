@@ -437,8 +437,9 @@ func TestInClusterActionsImpersonateTheViewersUIDAndExtras(t *testing.T) {
 					Rule: admissionregistrationv1.Rule{APIGroups: []string{v1alpha1.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"syncs"}}},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("request.userInfo.username != %q || (request.userInfo.uid == %q && %q in request.userInfo.extra)", user.Username, user.UID, extra),
-				Message:    "the operator's requests must carry its UID and credential",
+				Expression: fmt.Sprintf("request.userInfo.username != %q || (has(request.userInfo.uid) && request.userInfo.uid == %q && has(request.userInfo.extra) && %q in request.userInfo.extra)",
+					user.Username, user.UID, extra),
+				Message: "the operator's requests must carry its UID and credential",
 			}},
 		}}
 	deny := []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
