@@ -26,7 +26,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, allowed func(con
 		http.Error(w, "streaming is not supported", http.StatusInternalServerError)
 		return
 	}
-	// The server's ReadTimeout would cancel the stream's context.
+	// A stream outlives the server's ReadTimeout: lift it for this request.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
