@@ -88,9 +88,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, allowed func(con
 
 // event frames html as one Server-Sent Event of type name. An event
 // stream ends a line at CR, LF or CRLF and an event at an empty line, so
-// each line of html is a data field of its own, and every other control
-// character (CR among them: a commit subject may hold one) is written as
-// a character reference, which the page's HTML parser reads back.
+// each line of html is a data field of its own, and every other ASCII
+// control character but tab (CR among them: a commit subject may hold
+// one) is written as a character reference, which the page's HTML parser
+// reads back as that character (NUL as U+FFFD, as it would read NUL
+// itself).
 func event(name, html string) string {
 	var b strings.Builder
 	b.WriteString("event: " + name + "\ndata: ")
@@ -100,7 +102,7 @@ func event(name, html string) string {
 			b.WriteString("\ndata: ")
 		case r == '\t':
 			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029':
+		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, "&#%d;", r)
 		default:
 			b.WriteRune(r)
