@@ -49,6 +49,8 @@ func TestUIKustomizationServesTheDashboardWithOnlyTheRightsItUses(t *testing.T) 
 		rule("authorization.k8s.io", "subjectaccessreviews", "create"),
 		// ui.authenticator.clientAs: every other read and write as the viewer.
 		rule("", "users,groups", "impersonate"),
+		// ... with the viewer's UID and extras (userextras/KEY, any key).
+		rule("authentication.k8s.io", "*", "impersonate"),
 	}
 	if diff := cmp.Diff(want, find[*rbacv1.ClusterRole](t, objs, "", "driftless-dashboard").Rules); diff != "" {
 		t.Errorf("ClusterRole driftless-dashboard rules (-want +got):\n%s", diff)

@@ -265,10 +265,10 @@ run kubectl -n driftless-system get events --field-selector involvedObject.kind=
 
 say "The same in a browser, live: bin/driftless ui --kubeconfig $KUBECONFIG --open"
 if [[ "${DEMO_UI:-}" == 1 ]]; then
-  note "DEMO_UI=1: serving the dashboard on http://127.0.0.1:9393/ until Ctrl-C, then cleaning up."
+  note "DEMO_UI=1: serving the dashboard on 127.0.0.1:9393 until Ctrl-C (open the address it prints, with its token), then cleaning up."
   "$root/bin/driftless" ui --kubeconfig "$KUBECONFIG" --address 127.0.0.1:9393 || true
 else
-  note "Run DEMO_UI=1 make demo to keep this cluster up with the dashboard on http://127.0.0.1:9393/ until Ctrl-C."
+  note "Run DEMO_UI=1 make demo to keep this cluster up with the dashboard on 127.0.0.1:9393 (the address it prints, with its token) until Ctrl-C."
 fi
 
 say "Done: plain files, an overlay, a chart and an encrypted Secret applied, changed and pruned from git, every step recorded. Cleaning up."

@@ -14,6 +14,7 @@ import (
 	"github.com/driftless/driftless/internal/admission"
 	"github.com/driftless/driftless/internal/apply"
 	"github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/forwarded"
 	"github.com/driftless/driftless/internal/notify"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
@@ -124,6 +125,10 @@ type Options struct {
 	// reviewed (TokenReview) and authorised (SubjectAccessReview) for
 	// that user, and acts as that user (impersonation). Empty: off.
 	UIAddr string
+	// UITrustedProxies (CIDRs) are the proxies in front of the dashboard
+	// (an Ingress): its sign-in limit counts the refused tokens of each
+	// client they forward (X-Forwarded-For), not of the proxy.
+	UITrustedProxies []string
 
 	// Admission serves the validating admission webhook at AdmissionAddr,
 	// registered with AdmissionURL (empty: the Service in Namespace);
@@ -166,7 +171,9 @@ type checked struct {
 	ageKey         client.ObjectKey
 	notifications  notify.Config
 	trustedProxies []netip.Prefix
-	shard          *controller.Shard
+	// uiTrustedProxies are the dashboard's (--ui-trusted-proxies).
+	uiTrustedProxies []netip.Prefix
+	shard            *controller.Shard
 }
 
 // Check reports the first option that is not valid, saying what to
@@ -184,12 +191,12 @@ func (o Options) check() (checked, error) {
 	default:
 		return r, fmt.Errorf("unknown --log-format %q: use text or json", o.LogFormat)
 	}
-	for _, p := range o.WebhookTrustedProxies {
-		prefix, err := netip.ParsePrefix(strings.TrimSpace(p))
-		if err != nil {
-			return r, fmt.Errorf("--webhook-trusted-proxies %q: write CIDRs such as 10.0.0.0/8,fd00::/8: %w", p, err)
-		}
-		r.trustedProxies = append(r.trustedProxies, prefix)
+	var err error
+	if r.trustedProxies, err = forwarded.ParsePrefixes("--webhook-trusted-proxies", o.WebhookTrustedProxies); err != nil {
+		return r, err
+	}
+	if r.uiTrustedProxies, err = forwarded.ParsePrefixes("--ui-trusted-proxies", o.UITrustedProxies); err != nil {
+		return r, err
 	}
 	if o.Shard != nil {
 		if err := controller.CheckShardName(*o.Shard); err != nil {

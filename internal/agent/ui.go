@@ -2,11 +2,8 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -26,7 +23,7 @@ type dashboard struct {
 func (a *Agent) newDashboard() (*dashboard, error) {
 	srv, err := ui.New(ui.Options{
 		Clusters: []ui.Cluster{{Name: a.opts.ClusterName, Config: a.cfg}},
-		Auth:     &ui.Auth{Client: a.direct, Config: a.cfg},
+		Auth:     &ui.Auth{Client: a.direct, Config: a.cfg, TrustedProxies: a.checked.uiTrustedProxies},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--ui-bind-address: %w", err)
@@ -40,19 +37,8 @@ func (d *dashboard) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("serve the dashboard on --ui-bind-address %s: %w", d.addr, err)
 	}
-	hs := &http.Server{Handler: d.srv.Handler(nil), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = d.srv.Run(ctx) }()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(shutdown)
-	}()
 	ctrl.Log.Info("dashboard serving", "address", ln.Addr().String())
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return d.srv.Serve(ctx, ln, nil)
 }
 
 // NeedLeaderElection is false: every replica serves the dashboard.

@@ -116,6 +116,7 @@ agent with --shard='' plus one per shard name in use.`,
 	f.StringVar(&o.NotifyConfig, "notify-config", "", "YAML file of notification targets (Slack, Teams, generic webhook, GitHub/GitLab/Gitea commit statuses), the Syncs and events each receives, and the dedup settings (docs/notifications.md); empty sends none")
 	f.StringVar(&o.ClusterName, "cluster-name", d.ClusterName, "name of this cluster in commit statuses (driftless/<cluster>/<namespace>/<name>, docs/notifications.md) and in the pages of --ui-bind-address")
 	f.StringVar(&o.UIAddr, "ui-bind-address", "", "address of the web dashboard in its in-cluster mode, such as :9394 (docs/ui.md): each person signs in with their own bearer token, and every view and action is authorised for and made as them (TokenReview, SubjectAccessReview, impersonation); plain HTTP, put TLS in front (an Ingress); empty disables it")
+	f.StringSliceVar(&o.UITrustedProxies, "ui-trusted-proxies", nil, "comma-separated CIDRs of the proxies in front of the dashboard (an Ingress): its sign-in limit counts the refused tokens of each client they forward (the rightmost X-Forwarded-For address that is not a trusted proxy); empty counts per TCP peer")
 	addAdmissionFlags(f, o)
 	return cmd
 }

@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -55,8 +53,10 @@ Contexts: the kubeconfig's current context, or each --context, or every
 context with --all-contexts. A context that does not answer within
 --context-timeout is shown as such; the others are shown all the same.
 
-The dashboard has no login: it serves loopback addresses only (127.0.0.1,
-::1, localhost) and answers only requests addressed to them.`,
+It serves loopback addresses only (127.0.0.1, ::1, localhost), answers only
+requests addressed to them, and only whoever has the address it prints: each
+run makes a random token, in that address (http://127.0.0.1:9393/?token=...);
+opening it sets a session cookie and drops the token from the address bar.`,
 		Example: `  # the current context, in the browser
   driftless ui --open
 
@@ -152,13 +152,17 @@ func uiPending(o *uiOptions, clusters []ui.Cluster) ui.PendingFunc {
 
 func runUI(ctx context.Context, o *uiOptions, out io.Writer) error {
 	if !ui.IsLoopback(o.address) {
-		return &exitError{code: 2, err: fmt.Errorf("--address %s is not a loopback address: the dashboard has no login of its own, so it serves only 127.0.0.1, ::1 or localhost (any port)", o.address)}
+		return &exitError{code: 2, err: fmt.Errorf("--address %s is not a loopback address: the dashboard acts as you with your kubeconfig, so it serves only 127.0.0.1, ::1 or localhost (any port)", o.address)}
 	}
 	clusters, err := uiClusters(o)
 	if err != nil {
 		return err
 	}
-	srv, err := ui.New(ui.Options{Clusters: clusters, Pending: uiPending(o, clusters), ConnectTimeout: o.contextTimeout})
+	token, err := ui.NewLocalToken()
+	if err != nil {
+		return err
+	}
+	srv, err := ui.New(ui.Options{Clusters: clusters, Pending: uiPending(o, clusters), ConnectTimeout: o.contextTimeout, LocalToken: token})
 	if err != nil {
 		return err
 	}
@@ -167,17 +171,7 @@ func runUI(ctx context.Context, o *uiOptions, out io.Writer) error {
 		return fmt.Errorf("serve the dashboard on %s: %w; pass another --address", o.address, err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	hs := &http.Server{Handler: srv.Handler(ui.LoopbackHosts(port)), ReadHeaderTimeout: 10 * time.Second}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { _ = srv.Run(ctx) }()
-	go func() {
-		<-ctx.Done()
-		shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
-		defer done()
-		_ = hs.Shutdown(shutdown)
-	}()
-	url := "http://" + ln.Addr().String() + "/"
+	url := "http://" + ln.Addr().String() + "/?token=" + token
 	names := make([]string, 0, len(clusters))
 	for _, c := range clusters {
 		names = append(names, c.Name)
@@ -188,10 +182,7 @@ func runUI(ctx context.Context, o *uiOptions, out io.Writer) error {
 			fmt.Fprintf(out, "could not open a browser (%v): open %s yourself\n", err, url)
 		}
 	}
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return srv.Serve(ctx, ln, ui.LoopbackHosts(port))
 }
 
 // openBrowser opens url in the desktop's default browser.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/controller"
+	"github.com/driftless/driftless/internal/forwarded"
 )
 
 // ReasonWebhookRejected is the reason of the Warning event on the webhook
@@ -430,51 +431,10 @@ func readBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, er
 	return io.ReadAll(http.MaxBytesReader(w, req.Body, limit))
 }
 
-// remoteHost is the TCP peer's address without its port.
-func remoteHost(req *http.Request) string {
-	host, _, err := net.SplitHostPort(req.RemoteAddr)
-	if err != nil {
-		return req.RemoteAddr
-	}
-	return host
-}
-
-// sender is the address a request is limited and logged by: the TCP peer,
-// or, when the peer is a trusted proxy, the rightmost X-Forwarded-For hop
-// that is not one. A hop that is not an IP address ends the walk at the
-// last trusted hop.
+// sender is the address a request is limited and logged by: the TCP
+// peer, or the client a trusted proxy forwarded (forwarded.Sender).
 func (r *Receiver) sender(req *http.Request) string {
-	peer := remoteHost(req)
-	if len(r.opts.TrustedProxies) == 0 {
-		return peer
-	}
-	ip, err := netip.ParseAddr(peer)
-	if err != nil || !r.trusted(ip) {
-		return peer
-	}
-	key := ip.String()
-	hops := strings.Split(strings.Join(req.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			return key
-		}
-		key = hop.Unmap().String()
-		if !r.trusted(hop) {
-			return key
-		}
-	}
-	return key
-}
-
-func (r *Receiver) trusted(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	for _, p := range r.opts.TrustedProxies {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
+	return forwarded.Sender(req, r.opts.TrustedProxies)
 }
 
 func truncate(s string, n int) string {

@@ -96,7 +96,11 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("confirm") != "yes" {
+	form, ok := postForm(w, r)
+	if !ok {
+		return
+	}
+	if form.Get("confirm") != "yes" {
 		http.Error(w, "the action was not confirmed: use the form of its confirmation page", http.StatusBadRequest)
 		return
 	}

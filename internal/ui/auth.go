@@ -8,8 +8,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
+	"maps"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/forwarded"
 )
 
 // Auth turns on the in-cluster mode: every request must carry the
@@ -36,15 +38,29 @@ type Auth struct {
 	// Config is the dashboard's own connection; requests as a viewer are
 	// made with it, impersonating the viewer's user and groups.
 	Config *rest.Config
+	// TrustedProxies are the proxies in front of the dashboard (an
+	// Ingress): the sign-in limit counts refused tokens per client they
+	// forward (X-Forwarded-For), not per proxy. Empty: per TCP peer.
+	TrustedProxies []netip.Prefix
+	// ReviewTTL is how long a token's review and an authorisation are
+	// trusted before the API server is asked again, also by live
+	// streams; 0 is DefaultReviewTTL.
+	ReviewTTL time.Duration
+	// StreamLife is how long a live stream lasts at most; the browser
+	// then opens it again, and is reviewed afresh. 0 is
+	// DefaultStreamLife.
+	StreamLife time.Duration
 }
+
+// DefaultReviewTTL and DefaultStreamLife are Auth's defaults.
+const (
+	DefaultReviewTTL  = 30 * time.Second
+	DefaultStreamLife = time.Hour
+)
 
 // SessionCookie holds the viewer's token: HttpOnly, Secure,
 // SameSite=Strict.
 const SessionCookie = "driftless-session"
-
-// reviewTTL is how long a token's review, and an authorisation, are
-// trusted before the API server is asked again.
-const reviewTTL = 30 * time.Second
 
 // viewer is who a request is from, as the API server reviewed its token.
 type viewer struct {
@@ -57,6 +73,9 @@ type viewer struct {
 	fromCookie bool
 	// csrf is the session's CSRF token.
 	csrf string
+	// token and client are what reviewed it: the bearer token and the
+	// address it came from, so that a live stream can review it again.
+	token, client string
 }
 
 type viewerKey struct{}
@@ -82,7 +101,7 @@ func sessionOf(ctx context.Context) session {
 }
 
 // authenticator reviews tokens and authorises requests, remembering each
-// answer for reviewTTL.
+// answer for Auth.ReviewTTL.
 type authenticator struct {
 	Auth
 	// key signs CSRF tokens; it is made at start, so a restart ends every
@@ -90,9 +109,13 @@ type authenticator struct {
 	key []byte
 	now func() time.Time
 
-	mu       sync.Mutex
-	reviews  map[[32]byte]review
+	mu      sync.Mutex
+	reviews map[[32]byte]review
+	// accepted holds the tokens the API server accepted, until it
+	// refuses them: the sign-in limit never holds them back.
+	accepted map[[32]byte]bool
 	allowed  map[string]decision
+	// limiters count each client's refused tokens.
 	limiters map[string]*rate.Limiter
 	// impersonating holds a client per user and groups.
 	impersonating map[string]client.Client
@@ -113,11 +136,17 @@ func newAuthenticator(a Auth, now func() time.Time) (*authenticator, error) {
 	if a.Client == nil || a.Config == nil {
 		return nil, errors.New("in-cluster dashboard: no client of its own to review tokens with")
 	}
+	if a.ReviewTTL <= 0 {
+		a.ReviewTTL = DefaultReviewTTL
+	}
+	if a.StreamLife <= 0 {
+		a.StreamLife = DefaultStreamLife
+	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	return &authenticator{Auth: a, key: key, now: now, reviews: map[[32]byte]review{}, allowed: map[string]decision{},
+	return &authenticator{Auth: a, key: key, now: now, reviews: map[[32]byte]review{}, accepted: map[[32]byte]bool{}, allowed: map[string]decision{},
 		limiters: map[string]*rate.Limiter{}, impersonating: map[string]client.Client{}}, nil
 }
 
@@ -136,13 +165,15 @@ func (a *authenticator) csrfOf(token string) string {
 // errUnauthenticated says the API server did not accept a token.
 var errUnauthenticated = errors.New("the API server did not accept the token")
 
-// errTooMany says a client tried too many tokens.
-var errTooMany = errors.New("too many sign-in attempts from your address: wait a minute")
+// errTooMany says a client sent too many tokens the API server refused.
+var errTooMany = errors.New("too many refused sign-in attempts from your address: wait a minute")
 
 // review asks the API server who token is (TokenReview), or answers from
-// the last minute's reviews. remote is the client's address, whose
-// attempts are rate-limited.
-func (a *authenticator) review(ctx context.Context, token, remote string) (*viewer, error) {
+// the reviews of the last Auth.ReviewTTL. client is the address the
+// token came from (sender): once it has sent too many tokens the API
+// server refused, its new tokens are not reviewed, but a token accepted
+// before always is.
+func (a *authenticator) review(ctx context.Context, token, client string) (*viewer, error) {
 	sum := sha256.Sum256([]byte(token))
 	now := a.now()
 	a.mu.Lock()
@@ -151,9 +182,9 @@ func (a *authenticator) review(ctx context.Context, token, remote string) (*view
 		v := *r.v
 		return &v, nil
 	}
-	allow := a.limiter(remote).Allow()
+	held := !a.accepted[sum] && a.limiter(client).TokensAt(now) < 1
 	a.mu.Unlock()
-	if !allow {
+	if held {
 		return nil, errTooMany
 	}
 	tr := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
@@ -161,10 +192,14 @@ func (a *authenticator) review(ctx context.Context, token, remote string) (*view
 		return nil, fmt.Errorf("review the token with the API server: %w", err)
 	}
 	if !tr.Status.Authenticated {
+		a.mu.Lock()
+		delete(a.accepted, sum)
+		a.limiter(client).AllowN(now, 1)
+		a.mu.Unlock()
 		return nil, errUnauthenticated
 	}
 	u := tr.Status.User
-	v := &viewer{User: u.Username, UID: u.UID, Groups: u.Groups, Extra: map[string][]string{}, csrf: a.csrfOf(token)}
+	v := &viewer{User: u.Username, UID: u.UID, Groups: u.Groups, Extra: map[string][]string{}, csrf: a.csrfOf(token), token: token, client: client}
 	for k, e := range u.Extra {
 		v.Extra[k] = e
 	}
@@ -172,26 +207,32 @@ func (a *authenticator) review(ctx context.Context, token, remote string) (*view
 	if len(a.reviews) >= cacheBound {
 		clear(a.reviews)
 	}
-	a.reviews[sum] = review{v: v, exp: now.Add(reviewTTL)}
+	if len(a.accepted) >= cacheBound {
+		clear(a.accepted)
+	}
+	a.reviews[sum] = review{v: v, exp: now.Add(a.ReviewTTL)}
+	a.accepted[sum] = true
 	a.mu.Unlock()
 	c := *v
 	return &c, nil
 }
 
-// limiter is the sign-in rate limit of remote: a burst of 20 tokens,
+// sender is the address r came from, as the sign-in limit counts it: the
+// TCP peer, or the client a trusted proxy forwarded.
+func (a *authenticator) sender(r *http.Request) string {
+	return forwarded.Sender(r, a.TrustedProxies)
+}
+
+// limiter is the sign-in limit of client: a burst of 20 refused tokens,
 // then one every 3 seconds. The caller holds a.mu.
-func (a *authenticator) limiter(remote string) *rate.Limiter {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	l, ok := a.limiters[host]
+func (a *authenticator) limiter(client string) *rate.Limiter {
+	l, ok := a.limiters[client]
 	if !ok {
 		if len(a.limiters) >= cacheBound {
 			clear(a.limiters)
 		}
 		l = rate.NewLimiter(rate.Every(3*time.Second), 20)
-		a.limiters[host] = l
+		a.limiters[client] = l
 	}
 	return l
 }
@@ -220,7 +261,7 @@ func (a *authenticator) authorize(ctx context.Context, v *viewer, verb, namespac
 	if err := a.Client.Create(ctx, sar); err != nil {
 		return false, "", fmt.Errorf("ask the API server whether %s may %s Syncs: %w", v.User, verb, err)
 	}
-	d = decision{ok: sar.Status.Allowed && !sar.Status.Denied, exp: now.Add(reviewTTL)}
+	d = decision{ok: sar.Status.Allowed && !sar.Status.Denied, exp: now.Add(a.ReviewTTL)}
 	if !d.ok {
 		d.reason = refusal(v.User, verb, namespace, name)
 	}
@@ -231,6 +272,29 @@ func (a *authenticator) authorize(ctx context.Context, v *viewer, verb, namespac
 	a.allowed[key] = d
 	a.mu.Unlock()
 	return d.ok, d.reason, nil
+}
+
+// stillAllowed is what a live stream of r asks before each render and
+// every Auth.ReviewTTL (each answer is remembered that long): does the
+// API server still accept the viewer's token, and may the viewer still
+// get the Sync key (none, for the fleet's stream, whose render keeps only
+// what the viewer may list). An error ends the stream. Nil in local mode.
+func (s *Server) stillAllowed(r *http.Request, key client.ObjectKey) func(context.Context) error {
+	v := viewerOf(r.Context())
+	if v == nil || s.auth == nil {
+		return nil
+	}
+	return func(ctx context.Context) error {
+		again, err := s.auth.review(ctx, v.token, v.client)
+		if err != nil || key.Name == "" {
+			return err
+		}
+		ok, reason, err := s.auth.authorize(ctx, again, "get", key.Namespace, key.Name)
+		if err == nil && !ok {
+			err = errors.New(reason)
+		}
+		return err
+	}
 }
 
 // refusal says what RBAC does not let user do, and what to ask for.
@@ -244,16 +308,21 @@ func refusal(user, verb, namespace, name string) string {
 	return fmt.Sprintf("%s may not %s Syncs in any namespace that has one: ask for a Role granting %q on syncs.driftless.dev in the namespaces you need", user, verb, verb)
 }
 
-// clientAs is a client that impersonates v's user and groups.
+// clientAs is a client that impersonates v: user, UID, groups and
+// extras, all that the API server's authorizers and admission see of a
+// request (and that authorize asked about).
 func (a *authenticator) clientAs(v *viewer, scheme clientOptions) (client.Client, error) {
-	key := v.User + "\x00" + strings.Join(v.Groups, "\x00")
+	key := impersonationKey(v)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c, ok := a.impersonating[key]; ok {
 		return c, nil
 	}
 	cfg := rest.CopyConfig(a.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: v.User, Groups: slices.Clone(v.Groups)}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: v.User, UID: v.UID, Groups: slices.Clone(v.Groups), Extra: map[string][]string{}}
+	for k, e := range v.Extra {
+		cfg.Impersonate.Extra[k] = slices.Clone(e)
+	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme, Mapper: scheme.Mapper})
 	if err != nil {
 		return nil, fmt.Errorf("act as %s: %w", v.User, err)
@@ -263,6 +332,15 @@ func (a *authenticator) clientAs(v *viewer, scheme clientOptions) (client.Client
 	}
 	a.impersonating[key] = c
 	return c, nil
+}
+
+// impersonationKey tells apart the identities clientAs impersonates.
+func impersonationKey(v *viewer) string {
+	parts := []string{v.User, v.UID, strings.Join(v.Groups, "\x01")}
+	for _, k := range slices.Sorted(maps.Keys(v.Extra)) {
+		parts = append(parts, k+"\x01"+strings.Join(v.Extra[k], "\x01"))
+	}
+	return strings.Join(parts, "\x00")
 }
 
 // tokenOf is the request's bearer token: its Authorization header, else
@@ -300,7 +378,7 @@ func (a *authenticator) middleware(next http.Handler) http.Handler {
 			a.refuse(w, r, "", "sign in: this dashboard shows each person what their own Kubernetes RBAC allows")
 			return
 		}
-		v, err := a.review(r.Context(), token, r.RemoteAddr)
+		v, err := a.review(r.Context(), token, a.sender(r))
 		switch {
 		case errors.Is(err, errTooMany):
 			http.Error(w, err.Error(), http.StatusTooManyRequests)
@@ -316,9 +394,15 @@ func (a *authenticator) middleware(next http.Handler) http.Handler {
 			return
 		}
 		v.fromCookie = fromCookie
-		if r.Method == http.MethodPost && fromCookie && !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(v.csrf)) {
-			http.Error(w, "refused: the form carries no valid CSRF token of your session; use the dashboard's own form (reload it if you signed in again)", http.StatusForbidden)
-			return
+		if r.Method == http.MethodPost && fromCookie {
+			form, ok := postForm(w, r)
+			if !ok {
+				return
+			}
+			if !hmac.Equal([]byte(form.Get("csrf")), []byte(v.csrf)) {
+				http.Error(w, "refused: the form carries no valid CSRF token of your session; use the dashboard's own form (reload it if you signed in again)", http.StatusForbidden)
+				return
+			}
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
 	})
@@ -366,17 +450,21 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusForbidden)
 		return
 	}
-	token := strings.TrimSpace(r.PostFormValue("token"))
+	form, ok := postForm(w, r)
+	if !ok {
+		return
+	}
+	token := strings.TrimSpace(form.Get("token"))
 	d := loginData{Title: "Sign in"}
 	if token == "" {
 		d.Problem = "Paste a bearer token: the output of kubectl create token, or your OIDC id-token."
 		s.render(w, "login", http.StatusBadRequest, d)
 		return
 	}
-	_, err := s.auth.review(r.Context(), token, r.RemoteAddr)
+	_, err := s.auth.review(r.Context(), token, s.auth.sender(r))
 	switch {
 	case errors.Is(err, errTooMany):
-		d.Problem = "Too many sign-in attempts from your address: wait a minute and try again."
+		d.Problem = "Too many refused sign-in attempts from your address: wait a minute and try again."
 		s.render(w, "login", http.StatusTooManyRequests, d)
 		return
 	case errors.Is(err, errUnauthenticated):

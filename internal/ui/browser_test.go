@@ -137,10 +137,10 @@ func checkNoOverflow(t *testing.T, ctx context.Context, page string) {
 func TestDashboardInABrowserFollowsDriftLiveAndActsAsTheViewer(t *testing.T) {
 	ctx := browser(t, 1280)
 	f := newFixture(t)
-	addr := dashboard(t, kubeconfig(t))
+	addr, printed := dashboard(t, kubeconfig(t))
 	syncPath := "/c/admin/syncs/" + f.ns + "/web"
 
-	do(t, ctx, "open the fleet page", chromedp.Navigate(addr+"/"), chromedp.WaitVisible(chromedp.CSS(`a[href="`+syncPath+`"]`)))
+	do(t, ctx, "open the fleet page", chromedp.Navigate(printed), chromedp.WaitVisible(chromedp.CSS(`a[href="`+syncPath+`"]`)))
 	checkAccessible(t, ctx, "fleet")
 
 	do(t, ctx, "click through to the Sync", chromedp.Click(chromedp.CSS(`a[href="`+syncPath+`"]`)), chromedp.WaitVisible(chromedp.CSS("#h-drift")))
@@ -203,9 +203,9 @@ func TestDashboardIsReadableOnAPhone(t *testing.T) {
 	ctx := browser(t, 390)
 	f := newFixture(t)
 	f.handEdit(t, "a-rather-long-value-that-someone-typed-by-hand-into-the-cluster")
-	addr := dashboard(t, kubeconfig(t))
+	addr, printed := dashboard(t, kubeconfig(t))
 	syncPath := "/c/admin/syncs/" + f.ns + "/web"
-	do(t, ctx, "open the fleet page", chromedp.Navigate(addr+"/"), chromedp.WaitVisible(chromedp.CSS(`a[href="`+syncPath+`"]`)))
+	do(t, ctx, "open the fleet page", chromedp.Navigate(printed), chromedp.WaitVisible(chromedp.CSS(`a[href="`+syncPath+`"]`)))
 	checkNoOverflow(t, ctx, "fleet")
 	do(t, ctx, "open the Sync page", chromedp.Navigate(addr+syncPath), chromedp.WaitVisible(chromedp.CSS("#h-objects")))
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("live").innerText.includes("a-rather-long-value")`,

@@ -5,9 +5,13 @@
 //
 // Every read and write goes through the clients it is given, built from
 // the viewer's own kubeconfig: the dashboard grants nothing, and the API
-// server's RBAC refuses what the viewer may not do. It serves on loopback
-// only; it has no login of its own. Templates, style and script are
-// embedded; pages are readable without JavaScript.
+// server's RBAC refuses what the viewer may not do. Locally it serves on
+// loopback only, to whoever has the URL it prints (a token per run, kept
+// in a session cookie). In the agent (Options.Auth) each viewer signs in
+// with their own bearer token, which the API server reviews, as it
+// authorises each view and action (live streams again and again); every
+// other read and write impersonates the viewer. Templates, style and
+// script are embedded; pages are readable without JavaScript.
 //
 // It is not an agent: it never reads or writes as the agent, and it writes
 // nothing but what syncview's RequestSync and SetSuspend write.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source"
@@ -175,7 +176,7 @@ func (s *Server) fleetPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) fleetLive(w http.ResponseWriter, r *http.Request) {
 	f := filterOf(r.URL.Query())
-	s.stream(w, r, func(ctx context.Context) (string, error) {
+	s.stream(w, r, s.stillAllowed(r, client.ObjectKey{}), func(ctx context.Context) (string, error) {
 		return s.fragment("fleet", s.fleet(ctx, f))
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -206,9 +207,11 @@ func mergeKubeconfigs(t *testing.T, current string, files map[string]string) str
 }
 
 // dashboard runs `driftless ui --all-contexts` with kubeconfig on a free
-// loopback port until the test ends, and returns its address
-// (http://127.0.0.1:port).
-func dashboard(t *testing.T, kubeconfig string) string {
+// loopback port until the test ends, opens the URL it printed with the
+// tests' client (local, whose cookie jar keeps the session), and returns
+// its address (http://127.0.0.1:port) and that URL, which a browser opens
+// first.
+func dashboard(t *testing.T, kubeconfig string) (addr, printed string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -232,18 +235,38 @@ func dashboard(t *testing.T, kubeconfig string) string {
 		t.Fatalf("driftless ui printed no address; stderr: %s", errOut.String())
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(lines.Text())
-	if addr == "" {
-		t.Fatalf("driftless ui printed %q, no address", lines.Text())
+	m := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/\?token=[A-Za-z0-9_-]{32,}`).FindStringSubmatch(lines.Text())
+	if m == nil {
+		t.Fatalf("driftless ui printed %q, no address with its token", lines.Text())
 	}
-	return addr
+	addr, printed = m[1], m[0]
+	resp, err := local.Get(printed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.String() != addr+"/" {
+		t.Fatalf("open %s: %s at %s, want 200 at %s/ (the token dropped from the URL)", printed, resp.Status, resp.Request.URL, addr)
+	}
+	return addr, printed
 }
 
-// get fetches path of the dashboard at addr and returns the response and
-// its body.
+// local is the tests' client of `driftless ui`: its cookie jar keeps the
+// session cookie of each dashboard, set when dashboard opens the URL it
+// printed.
+var local = func() *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	return &http.Client{Jar: jar}
+}()
+
+// get fetches path of the dashboard at addr, as local, and returns the
+// response and its body.
 func get(t *testing.T, addr, path string) (*http.Response, string) {
 	t.Helper()
-	resp, err := http.Get(addr + path)
+	resp, err := local.Get(addr + path)
 	if err != nil {
 		t.Fatal(err)
 	}

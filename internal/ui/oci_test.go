@@ -35,7 +35,7 @@ func TestDashboardNamesTheArtifactAnOCISyncFollows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addr := dashboard(t, kubeconfig(t))
+	addr, _ := dashboard(t, kubeconfig(t))
 	for name, want := range map[string]string{
 		"tagged": "From <code>oci://registry.example.com/fleet/manifests</code>, tag 1.2.0.",
 		"ranged": "From <code>oci://registry.example.com/fleet/manifests</code>, semver &gt;=1.0.0 &lt;2.0.0.",

@@ -2,13 +2,16 @@ package ui
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -61,6 +64,10 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// LocalToken, in the local mode, is the secret of the URL `driftless
+	// ui` prints: a request must carry it (in its query, once, which
+	// sets a cookie) or be refused.
+	LocalToken string
 	// Auth, when set, serves the in-cluster mode (one cluster, whose
 	// Config is the dashboard's own identity): a login page, every request
 	// reviewed and authorised for its viewer, and made as the viewer. Nil
@@ -140,12 +147,44 @@ func (s *Server) Run(ctx context.Context) error {
 // refuses a request whose Host header it does not accept (a DNS
 // rebinding defence); see LoopbackHosts. In the in-cluster mode every
 // request but the login page's and the static assets' must carry a
-// token the API server accepts.
+// token the API server accepts; in the local mode with a LocalToken,
+// that token or the session cookie it sets.
 func (s *Server) Handler(hostCheck func(host string) bool) http.Handler {
-	if s.auth != nil {
+	switch {
+	case s.auth != nil:
 		return secure(hostCheck, s.auth.middleware(s.mux))
+	case s.opts.LocalToken != "":
+		return secure(hostCheck, s.localGate(s.mux))
 	}
 	return secure(hostCheck, s.mux)
+}
+
+// Serve serves Handler(hostCheck) on ln, and follows the clusters (Run),
+// until ctx ends; then it stops, letting requests in flight finish for a
+// few seconds.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, hostCheck func(string) bool) error {
+	// A live stream lifts ReadTimeout for itself (stream), and is sent a
+	// comment every keepAlive.
+	hs := &http.Server{Handler: s.Handler(hostCheck), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = s.Run(ctx) }()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		shutdown, done := context.WithTimeout(context.Background(), 5*time.Second)
+		defer done()
+		_ = hs.Shutdown(shutdown)
+	}()
+	err := hs.Serve(ln)
+	cancel()
+	<-stopped
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }
 
 func (s *Server) routes() {
@@ -172,8 +211,13 @@ func (s *Server) routes() {
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-// secure sets the security headers of every response, and refuses a
-// request for a Host hostCheck does not accept.
+// maxBody bounds the body of every request: the dashboard's forms hold a
+// few fields (a bearer token is at most a few KiB).
+const maxBody = 64 << 10
+
+// secure sets the security headers of every response, refuses a request
+// for a Host hostCheck does not accept, and bounds every request's body
+// (maxBody).
 func secure(hostCheck func(string) bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -186,8 +230,34 @@ func secure(hostCheck func(string) bool, next http.Handler) http.Handler {
 			http.Error(w, "driftless ui answers only to the address it serves on; open it by that address", http.StatusMisdirectedRequest)
 			return
 		}
+		if r.ContentLength > maxBody {
+			tooLarge(w)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		next.ServeHTTP(w, r)
 	})
+}
+
+func tooLarge(w http.ResponseWriter) {
+	http.Error(w, fmt.Sprintf("refused: the request's body is longer than %d KiB, and the dashboard's forms are a few fields", maxBody>>10),
+		http.StatusRequestEntityTooLarge)
+}
+
+// postForm is r's URL-encoded form (a multipart body is never parsed: it
+// could spill to disk). When the body is too long or not a form, it
+// answers r itself (413, 400) and returns false.
+func postForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	if err := r.ParseForm(); err != nil {
+		var long *http.MaxBytesError
+		if errors.As(err, &long) {
+			tooLarge(w)
+		} else {
+			http.Error(w, "read the form: "+err.Error(), http.StatusBadRequest)
+		}
+		return nil, false
+	}
+	return r.PostForm, true
 }
 
 // LoopbackHosts accepts a Host header that names a loopback address
@@ -246,4 +316,14 @@ func (s *Server) fragment(page string, data any) (string, error) {
 	var b strings.Builder
 	err := s.pages[page].ExecuteTemplate(&b, "live", data)
 	return b.String(), err
+}
+
+// NewLocalToken makes the secret of the URL `driftless ui` prints
+// (Options.LocalToken).
+func NewLocalToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make the dashboard's token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }

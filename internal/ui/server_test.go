@@ -53,7 +53,7 @@ func TestDashboardPagesShowTheSyncItsObjectsAndDriftButNoSecretValue(t *testing.
 		}
 		return ""
 	})
-	addr := dashboard(t, kubeconfig(t))
+	addr, _ := dashboard(t, kubeconfig(t))
 
 	pages := map[string]string{}
 	read := func(path string) string {
@@ -126,7 +126,7 @@ func TestDashboardPagesShowTheSyncItsObjectsAndDriftButNoSecretValue(t *testing.
 // edits stay, and the object pages show what the next sync would change.
 func TestDashboardActionsAreConfirmedFromItsOwnPagesAndMadeAsTheViewer(t *testing.T) {
 	f := newFixture(t)
-	addr := dashboard(t, kubeconfig(t))
+	addr, _ := dashboard(t, kubeconfig(t))
 	post := func(context, origin string, form url.Values) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodPost, addr+"/c/"+context+"/syncs/"+f.ns+"/web/suspend", strings.NewReader(form.Encode()))
@@ -137,7 +137,7 @@ func TestDashboardActionsAreConfirmedFromItsOwnPagesAndMadeAsTheViewer(t *testin
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := local.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +250,7 @@ func TestDashboardListsAgainAContextThatFailedUntilItAnswers(t *testing.T) {
 	if err := c.Delete(ctx, grant); err != nil {
 		t.Fatal(err)
 	}
-	addr := dashboard(t, path)
+	addr, _ := dashboard(t, path)
 	viewerLink := `href="/c/viewer/syncs/` + f.ns + `/web"`
 	eventually(t, "the fleet says since when the viewer context is refused", func() string {
 		_, body := get(t, addr, "/")

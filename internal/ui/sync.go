@@ -263,7 +263,7 @@ func (s *Server) syncLive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}
-	s.stream(w, r, func(ctx context.Context) (string, error) {
+	s.stream(w, r, s.stillAllowed(r, key), func(ctx context.Context) (string, error) {
 		sy, err := c.sync(ctx, key)
 		if err != nil {
 			return "", err

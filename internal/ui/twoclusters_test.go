@@ -36,11 +36,11 @@ func TestDashboardInABrowserShowsTwoClustersAndFollowsTheSecondLive(t *testing.T
 	fb := newFixtureIn(t, envB, cB, nil)
 
 	path := mergeKubeconfigs(t, "a", map[string]string{"a": env.ControlPlane.KubeconfigPath(), "b": envB.ControlPlane.KubeconfigPath()})
-	addr := dashboard(t, path)
+	_, printed := dashboard(t, path)
 
 	pathA := "/c/a/syncs/" + fa.ns + "/web"
 	pathB := "/c/b/syncs/" + fb.ns + "/web"
-	do(t, ctx, "open the fleet page with both clusters' Syncs", chromedp.Navigate(addr+"/"),
+	do(t, ctx, "open the fleet page with both clusters' Syncs", chromedp.Navigate(printed),
 		chromedp.WaitVisible(chromedp.CSS(`a[href="`+pathA+`"]`)), chromedp.WaitVisible(chromedp.CSS(`a[href="`+pathB+`"]`)))
 	do(t, ctx, "click through to cluster b's Sync", chromedp.Click(chromedp.CSS(`a[href="`+pathB+`"]`)), chromedp.WaitVisible(chromedp.CSS("#h-objects")))
 	do(t, ctx, "click through to one of its objects", chromedp.Click(chromedp.CSS(`section[aria-labelledby="h-objects"] a[href*="/object?"]`)),

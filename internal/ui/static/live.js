@@ -20,6 +20,11 @@
     if (state) { state.textContent = "Live: this page follows changes as they happen."; }
   };
   source.onerror = function () {
-    if (state) { state.textContent = "Live updates interrupted; reconnecting."; }
+    if (!state) { return; }
+    // CLOSED: the dashboard refused to open the stream again (signed out,
+    // or no longer allowed to see this page).
+    state.textContent = source.readyState === EventSource.CLOSED
+      ? "Live updates stopped: reload the page (you may have to sign in again)."
+      : "Live updates interrupted; reconnecting.";
   };
 })();
