@@ -22,9 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/agent"
 	"github.com/driftless/driftless/internal/agent/agenttest"
-	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -106,7 +104,7 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		// notify.ConfigMapState: creates the dedup state's ConfigMap once,
 		rule("", "configmaps", "create"),
 		// then reads and updates only that ConfigMap.
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{agent.NotifyStateConfigMap}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{v1alpha1.NotifyStateConfigMap}, Verbs: []string{"get", "update"}},
 	}
 	if diff := cmp.Diff(notifyState, find[*rbacv1.Role](t, objs, namespace, "driftless-notify").Rules); diff != "" {
 		t.Errorf("Role driftless-notify rules (-want +got):\n%s", diff)
@@ -117,7 +115,7 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		rule("", "configmaps", "create"),
 		// then reads and updates it; receiver.Relay.Start lists and
 		// watches it (by name) in every sharded agent.
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{receiver.RelayConfigMap}, Verbs: []string{"get", "list", "watch", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{v1alpha1.RelayConfigMap}, Verbs: []string{"get", "list", "watch", "update"}},
 	}
 	if diff := cmp.Diff(pushRelay, find[*rbacv1.Role](t, objs, namespace, "driftless-push-relay").Rules); diff != "" {
 		t.Errorf("Role driftless-push-relay rules (-want +got):\n%s", diff)

@@ -27,11 +27,6 @@ import (
 	"github.com/driftless/driftless/internal/receiver"
 )
 
-// NotifyStateConfigMap, in the agent's namespace, keeps what the
-// notifications sent, so that a restart does not send an open failure
-// again (docs/notifications.md).
-const NotifyStateConfigMap = "driftless-notify-state"
-
 // rootSyncName is the name of the Sync the Git* options create.
 const rootSyncName = "default"
 
@@ -159,7 +154,7 @@ func (a *Agent) Setup() error {
 		RenderBudgets:    o.RenderBudgets,
 		Wake:             wake,
 		Notify:           checked.notifications,
-		NotifyState:      client.ObjectKey{Namespace: o.Namespace, Name: NotifyStateConfigMap},
+		NotifyState:      client.ObjectKey{Namespace: o.Namespace, Name: v1alpha1.NotifyStateConfigMap},
 		Tenancy: &controller.Tenancy{
 			AgentNamespace:        o.Namespace,
 			DefaultServiceAccount: o.DefaultServiceAccount,

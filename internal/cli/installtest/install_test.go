@@ -24,7 +24,6 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/cli"
-	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -126,7 +125,7 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.HTTPURL(), Branch: "main"}}, Suspend: true}}
 	managed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "managed", Labels: map[string]string{v1alpha1.SyncLabel: v1alpha1.SyncLabelValue(ns, "apps")}}}
 	// What a sharded agent keeps: the push notices it passed on.
-	notices := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: receiver.RelayConfigMap}, Data: map[string]string{"notices": "[]"}}
+	notices := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.RelayConfigMap}, Data: map[string]string{"notices": "[]"}}
 	for _, obj := range []client.Object{sync, managed, notices} {
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
@@ -151,7 +150,7 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless-shard-1"}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless-shard-2"}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless-push-relay"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: receiver.RelayConfigMap}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.RelayConfigMap}},
 	} {
 		if !gone(obj) {
 			t.Errorf("uninstall left %T %s", obj, obj.GetName())
