@@ -9,8 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,12 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 func setup(e *testenv.Env) error {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
+	scheme := testenv.Scheme()
 	var err error
 	c, err = client.New(e.Config, client.Options{Scheme: scheme})
 	if err != nil {

@@ -18,8 +18,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -54,10 +52,7 @@ func TestInstallWaitsForTheAgentDeploymentToBeAvailable(t *testing.T) {
 	if !strings.Contains(out.String(), "read-only deploy key:\n\nssh-ed25519 ") {
 		t.Errorf("install does not print the public key:\n%s", out.String())
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testenv.Scheme()
 	c, err := client.New(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -111,12 +106,7 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 	if code, _, errOut := run("", "install", "--git-url", repo.HTTPURL(), "--shards", "2", "--timeout", "2m"); code != 0 {
 		t.Fatalf("install failed: %s", errOut)
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testenv.Scheme()
 	c, err := client.New(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
