@@ -100,23 +100,6 @@ func newSync(t *testing.T, ns, name, url string, mutate func(*v1alpha1.Sync)) cl
 	return client.ObjectKeyFromObject(s)
 }
 
-// eventually polls check until it returns "" and fails the test with its
-// last answer after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		last := check()
-		if last == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; last check: %s", what, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func getSync(key client.ObjectKey) (*v1alpha1.Sync, error) {
 	var s v1alpha1.Sync
 	err := c.Get(context.Background(), key, &s)
@@ -143,7 +126,7 @@ func appliedAt(key client.ObjectKey, revision string) func() string {
 func failedAt(t *testing.T, key client.ObjectKey, revision string, timeout time.Duration) *metav1.Condition {
 	t.Helper()
 	var ready *metav1.Condition
-	eventually(t, timeout, "the Sync refuses "+revision[:7], func() string {
+	testenv.Eventually(t, timeout, "the Sync refuses "+revision[:7], func() string {
 		s, err := getSync(key)
 		if err != nil {
 			return err.Error()

@@ -271,23 +271,6 @@ func get(t *testing.T, addr, path string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-// eventually polls check until it returns "", and fails the test with its
-// last answer after a minute.
-func eventually(t *testing.T, what string, check func() string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		last := check()
-		if last == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within a minute; last check: %s", what, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 type syncBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
