@@ -287,15 +287,10 @@ func installGadgets(t *testing.T, ns string) {
 	}
 	cleanupClusterScoped(t, "apiextensions.k8s.io/v1", "CustomResourceDefinition", def.GetName())
 	gk := schema.GroupKind{Group: gadgetGroup(ns), Kind: "Gadget"}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := c.RESTMapper().RESTMapping(gk, "v1")
-		if err == nil {
-			return
+	testenv.Eventually(t, 30*time.Second, "kind "+gk.String()+" served", func() string {
+		if _, err := c.RESTMapper().RESTMapping(gk, "v1"); err != nil {
+			return err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kind %s is not served: %v", gk, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ""
+	})
 }
