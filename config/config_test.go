@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/config/crd"
@@ -150,12 +149,7 @@ func buildDir(t *testing.T, dir string) []runtime.Object {
 	t.Helper()
 	out := kubectl(t, "kustomize", filepath.Join(repoRoot(t), "config", dir))
 
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testenv.Scheme()
 	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 	var objs []runtime.Object
 	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(out)))

@@ -15,16 +15,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
-	"github.com/driftless/driftless/internal/agent"
 	"github.com/driftless/driftless/internal/agent/agenttest"
-	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -106,7 +102,7 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		// notify.ConfigMapState: creates the dedup state's ConfigMap once,
 		rule("", "configmaps", "create"),
 		// then reads and updates only that ConfigMap.
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{agent.NotifyStateConfigMap}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{v1alpha1.NotifyStateConfigMap}, Verbs: []string{"get", "update"}},
 	}
 	if diff := cmp.Diff(notifyState, find[*rbacv1.Role](t, objs, namespace, "driftless-notify").Rules); diff != "" {
 		t.Errorf("Role driftless-notify rules (-want +got):\n%s", diff)
@@ -117,7 +113,7 @@ func TestTheShippedRBACGrantsOnlyWhatTheAgentUses(t *testing.T) {
 		rule("", "configmaps", "create"),
 		// then reads and updates it; receiver.Relay.Start lists and
 		// watches it (by name) in every sharded agent.
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{receiver.RelayConfigMap}, Verbs: []string{"get", "list", "watch", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{v1alpha1.RelayConfigMap}, Verbs: []string{"get", "list", "watch", "update"}},
 	}
 	if diff := cmp.Diff(pushRelay, find[*rbacv1.Role](t, objs, namespace, "driftless-push-relay").Rules); diff != "" {
 		t.Errorf("Role driftless-push-relay rules (-want +got):\n%s", diff)
@@ -324,12 +320,7 @@ func impersonating(user string) *rest.Config {
 
 func syncClient(t *testing.T) client.Client {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testenv.Scheme()
 	cl, err := client.New(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)

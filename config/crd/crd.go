@@ -5,8 +5,9 @@ import (
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/driftless/driftless/api/v1alpha1"
 )
 
 //go:embed bases/driftless.dev_syncs.yaml
@@ -72,11 +73,7 @@ func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 }
 
 func decode(name string, data []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
-	scheme := runtime.NewScheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	decoder := serializer.NewCodecFactory(v1alpha1.NewScheme(), serializer.EnableStrict).UniversalDeserializer()
 	obj, _, err := decoder.Decode(data, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("embedded CRD %s does not decode: %w", name, err)

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/driftless/driftless/api/v1alpha1"
 )
 
 func TestIssuedCertificateVerifiesAgainstItsBundleForEveryHost(t *testing.T) {
@@ -66,10 +66,7 @@ func TestNeedsRenewal(t *testing.T) {
 // bundle while it lasts, so replicas still serving the old certificate
 // stay trusted; another replica loads the stored one instead of issuing.
 func TestRefreshRenewsAndKeepsThePreviousCAInTheBundle(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := v1alpha1.NewScheme()
 	api := fake.NewClientBuilder().WithScheme(scheme).Build()
 	o := DefaultOptions()
 	o.Namespace, o.URL, o.Client, o.Validity = "driftless-system", "https://127.0.0.1:9443/admission", api, time.Hour

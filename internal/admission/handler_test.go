@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -19,10 +18,7 @@ func FuzzServeHTTP(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"2","operation":"DELETE","oldObject":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"driftless.dev/sync":"ns.s"},"annotations":{"driftless.dev/protect":"deny"}}}}}`))
 	f.Add([]byte(`{"request":{"subResource":"scale","object":{},"oldObject":[]}}`))
 	f.Add([]byte(`{}`))
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		f.Fatal(err)
-	}
+	scheme := v1alpha1.NewScheme()
 	sync := &v1alpha1.Sync{}
 	sync.Namespace, sync.Name = "ns", "s"
 	h := &Handler{Syncs: fake.NewClientBuilder().WithScheme(scheme).WithObjects(sync).Build()}

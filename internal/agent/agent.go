@@ -9,10 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,11 +23,6 @@ import (
 	imagecontroller "github.com/driftless/driftless/internal/controller/image"
 	"github.com/driftless/driftless/internal/receiver"
 )
-
-// NotifyStateConfigMap, in the agent's namespace, keeps what the
-// notifications sent, so that a restart does not send an open failure
-// again (docs/notifications.md).
-const NotifyStateConfigMap = "driftless-notify-state"
 
 // rootSyncName is the name of the Sync the Git* options create.
 const rootSyncName = "default"
@@ -97,13 +89,7 @@ func New(o Options) (_ *Agent, err error) {
 		a.opts.Namespace = "driftless-system"
 	}
 
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	if a.direct, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	if a.direct, err = client.New(cfg, client.Options{Scheme: v1alpha1.NewScheme()}); err != nil {
 		return nil, fmt.Errorf("connect to the API server %s: %w", cfg.Host, err)
 	}
 	a.cfg, a.checked = cfg, checked
@@ -159,7 +145,7 @@ func (a *Agent) Setup() error {
 		RenderBudgets:    o.RenderBudgets,
 		Wake:             wake,
 		Notify:           checked.notifications,
-		NotifyState:      client.ObjectKey{Namespace: o.Namespace, Name: NotifyStateConfigMap},
+		NotifyState:      client.ObjectKey{Namespace: o.Namespace, Name: v1alpha1.NotifyStateConfigMap},
 		Tenancy: &controller.Tenancy{
 			AgentNamespace:        o.Namespace,
 			DefaultServiceAccount: o.DefaultServiceAccount,

@@ -10,13 +10,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -39,12 +36,7 @@ var (
 func TestMain(m *testing.M) { testenv.MainWith(m, &env, setup) }
 
 func setup(e *testenv.Env) error {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
+	scheme := testenv.Scheme()
 	httpClient, err := rest.HTTPClientFor(e.Config)
 	if err != nil {
 		return err
@@ -295,15 +287,10 @@ func installGadgets(t *testing.T, ns string) {
 	}
 	cleanupClusterScoped(t, "apiextensions.k8s.io/v1", "CustomResourceDefinition", def.GetName())
 	gk := schema.GroupKind{Group: gadgetGroup(ns), Kind: "Gadget"}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := c.RESTMapper().RESTMapping(gk, "v1")
-		if err == nil {
-			return
+	testenv.Eventually(t, 30*time.Second, "kind "+gk.String()+" served", func() string {
+		if _, err := c.RESTMapper().RESTMapping(gk, "v1"); err != nil {
+			return err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kind %s is not served: %v", gk, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return ""
+	})
 }

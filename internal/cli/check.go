@@ -14,9 +14,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config"
 )
 
@@ -65,13 +65,7 @@ func runCheck(ctx context.Context, o *checkOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
-	c, err := client.New(cfg.rest, client.Options{Scheme: scheme})
+	c, err := client.New(cfg.rest, client.Options{Scheme: v1alpha1.NewScheme()})
 	if err != nil {
 		return fmt.Errorf("connect to the API server %s: %w", cfg.rest.Host, err)
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // TestDocsIndexListsEveryCapability checks docs/README.md, the page that
@@ -71,10 +71,7 @@ func TestDocsIndexListsEveryCapability(t *testing.T) {
 		}
 	}
 
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testenv.Scheme()
 	// The kinds of the API, and HelmChart, which is read from git only.
 	kinds := []string{reflect.TypeOf(v1alpha1.HelmChart{}).Name()}
 	api := reflect.TypeOf(v1alpha1.Sync{}).PkgPath()

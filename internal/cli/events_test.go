@@ -9,8 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,9 +29,7 @@ var (
 func recorderOf(t *testing.T, reporter string) events.EventRecorder {
 	t.Helper()
 	eventsOnce.Do(func() {
-		scheme := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(scheme)
-		_ = v1alpha1.AddToScheme(scheme)
+		scheme := testenv.Scheme()
 		b := events.NewBroadcaster(&events.EventSinkImpl{Interface: env.Clientset.EventsV1()})
 		if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 			t.Fatal(err)

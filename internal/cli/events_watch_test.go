@@ -8,14 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // closableWatches is a client whose watches the test feeds and ends, as
@@ -40,10 +39,7 @@ func testEvent(name, note string) *eventsv1.Event {
 }
 
 func TestEventsWatchListsAgainWhenTheAPIServerEndsTheWatch(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testenv.Scheme()
 	shown := testEvent("shown", "listed before the watch")
 	c := &closableWatches{
 		WithWatch: fake.NewClientBuilder().WithScheme(scheme).WithObjects(shown).Build(),

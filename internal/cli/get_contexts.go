@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,11 +92,7 @@ func listContext(ctx context.Context, f clusterFlags, o *getOptions, name string
 		return fail(err)
 	}
 	cfg.rest.Timeout = o.contextTimeout
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return fail(err)
-	}
-	c, err := client.New(cfg.rest, client.Options{Scheme: scheme})
+	c, err := client.New(cfg.rest, client.Options{Scheme: v1alpha1.NewScheme()})
 	if err != nil {
 		return fail(fmt.Errorf("connect to the API server %s: %w", cfg.rest.Host, err))
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // cliResult is what one run of the driftless command printed.
@@ -237,11 +238,12 @@ func TestGetSyncsWatchPrintsTheTableAgainWhenASyncChangesUntilStopped(t *testing
 
 	waitFor := func(what string, ok func(string) bool) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !ok(out.String()); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 30s; output:\n%s", what, out.String())
+		testenv.Eventually(t, 30*time.Second, what, func() string {
+			if s := out.String(); !ok(s) {
+				return "output:\n" + s
 			}
-		}
+			return ""
+		})
 	}
 	waitFor("the first table", func(s string) bool { return strings.Contains(s, "True") })
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // reconcileInBackground runs `driftless reconcile KEY --wait` with args
@@ -25,18 +26,16 @@ func reconcileInBackground(t *testing.T, key client.ObjectKey, args ...string) f
 	go func() {
 		done <- runCLI(t, append([]string{"reconcile", key.String(), "--wait", "--timeout", "2m"}, args...)...)
 	}()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testenv.Eventually(t, 30*time.Second, "the request on the Sync", func() string {
 		var s v1alpha1.Sync
 		if err := c.Get(context.Background(), key, &s); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := s.Annotations["driftless.dev/requested-at"]; ok {
-			break
+		if _, ok := s.Annotations["driftless.dev/requested-at"]; !ok {
+			return "no driftless.dev/requested-at annotation"
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the request is not on the Sync after 30s")
-		}
-	}
+		return ""
+	})
 	return func() cliResult {
 		t.Helper()
 		select {

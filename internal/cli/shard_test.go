@@ -438,7 +438,7 @@ func TestAPushToOneShardsReceiverWakesTheSyncsOfTheOthers(t *testing.T) {
 	b.Eventually("shard b applies api's new commit, woken by the push shard a took", agenttest.AppliedAt(c, apiKey, second))
 
 	var notices corev1.ConfigMap
-	if err := c.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: receiver.RelayConfigMap}, &notices); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: v1alpha1.RelayConfigMap}, &notices); err != nil {
 		t.Fatalf("the push notices' ConfigMap: %v", err)
 	}
 	if got := notices.Data["notices"]; !strings.Contains(got, repo.HTTPURL()) || !strings.Contains(got, `"from":"a"`) || strings.Contains(got, key) {

@@ -30,13 +30,12 @@ func TestTreeAndExplainShowTheHealthCheckThatDecided(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.Delete(context.Background(), crd) })
-	deadline := time.Now().Add(time.Minute)
-	for !established(ctx, cl, crd.Name) {
-		if time.Now().After(deadline) {
-			t.Fatalf("CRD %s not Established", crd.Name)
+	testenv.Eventually(t, time.Minute, "CRD "+crd.Name+" Established", func() string {
+		if !established(ctx, cl, crd.Name) {
+			return "not Established"
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return ""
+	})
 	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
 	repo.Commit(t, "a migration", map[string]string{
 		"workloads/migrate.yaml": "apiVersion: " + group + "/v1\nkind: Job\nmetadata:\n  name: migrate\nspec:\n  image: migrate:1\n",

@@ -22,8 +22,6 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/admission"
-	"github.com/driftless/driftless/internal/agent"
-	"github.com/driftless/driftless/internal/receiver"
 )
 
 // uninstallOptions are the flags of `driftless uninstall`.
@@ -139,7 +137,7 @@ func runUninstall(ctx context.Context, o *uninstallOptions, in io.Reader, out, e
 			return err
 		}
 	}
-	for _, name := range []string{agent.NotifyStateConfigMap, receiver.RelayConfigMap} {
+	for _, name := range []string{v1alpha1.NotifyStateConfigMap, v1alpha1.RelayConfigMap} {
 		if err := remove(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: name}}); err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // startAgent runs the Sync and drift controllers in a manager, as the
@@ -88,14 +89,12 @@ func runManager(t *testing.T, mgr ctrl.Manager) {
 // eventually polls cond until it returns true or 30 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.Eventually(t, 30*time.Second, what, func() string {
 		if cond() {
-			return
+			return ""
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+		return "not yet"
+	})
 }
 
 func (h *harness) syncNow(name string) *v1alpha1.Sync {

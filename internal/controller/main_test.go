@@ -14,14 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,7 +34,7 @@ import (
 
 var (
 	env    *testenv.Env
-	scheme = runtime.NewScheme()
+	scheme = testenv.Scheme()
 	// c is the admin's client: the tests arrange and read the cluster
 	// with it.
 	c client.Client
@@ -73,11 +70,6 @@ func TestMain(m *testing.M) {
 
 func setup(e *testenv.Env) error {
 	ctrl.SetLogger(logr.Discard())
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
 	httpClient, err := rest.HTTPClientFor(e.Config)
 	if err != nil {
 		return err

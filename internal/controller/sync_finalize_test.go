@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // deleteSync deletes the named Sync and reconciles it once, as the
@@ -224,13 +225,12 @@ func refuseDeletes(t *testing.T, namespace, name string) {
 	}
 	// The policy is loaded asynchronously: probe it with a dry-run delete.
 	cm := get(t, "v1", "ConfigMap", namespace, name)
-	deadline := time.Now().Add(30 * time.Second)
-	for c.Delete(ctx, cm, client.DryRunAll) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the ValidatingAdmissionPolicy did not take effect within 30s")
+	testenv.Eventually(t, 30*time.Second, "the ValidatingAdmissionPolicy in effect", func() string {
+		if c.Delete(ctx, cm, client.DryRunAll) == nil {
+			return "a dry-run delete is still allowed"
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return ""
+	})
 }
 
 func TestSyncStuckOnAFailingPruneCanStillBeDeleted(t *testing.T) {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
+	"github.com/driftless/driftless/internal/testenv"
 	"github.com/driftless/driftless/internal/testenv/apimetrics"
 )
 
@@ -136,19 +138,16 @@ func TestAKindNoSyncHoldsAnyMoreIsNoLongerWatched(t *testing.T) {
 	}
 	expectWatches := func(resource string, want int, what string) {
 		t.Helper()
-		got := -1
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
+		testenv.Eventually(t, 30*time.Second, what, func() string {
 			open, err := apimetrics.Watching(context.Background(), env.Clientset)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got = open[resource] - base[resource]; got == want {
-				return
+			if got := open[resource] - base[resource]; got != want {
+				return fmt.Sprintf("the agent holds %d watches of %s, want %d", got, resource, want)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("%s: the agent holds %d watches of %s, want %d", what, got, resource, want)
+			return ""
+		})
 	}
 	robot := "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: robot\n"
 	first := h.repo.Commit(t, "app", map[string]string{"app/settings.yaml": configMap("settings", "v1"), "app/robot.yaml": robot})

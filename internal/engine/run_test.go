@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -38,10 +37,7 @@ var (
 func TestMain(m *testing.M) { testenv.MainWith(m, &env, setup) }
 
 func setup(e *testenv.Env) error {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
+	scheme := testenv.Scheme()
 	httpClient, err := rest.HTTPClientFor(e.Config)
 	if err != nil {
 		return err

@@ -321,7 +321,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if r.opts.Relay != nil {
 		if err := r.opts.Relay.Publish(req.Context(), push, namespace, arrived); err != nil {
 			forget()
-			r.log.Error(err, "could not pass a push notice to the other shards", "provider", name, "refs", push.Refs, "configMap", RelayConfigMap)
+			r.log.Error(err, "could not pass a push notice to the other shards", "provider", name, "refs", push.Refs, "configMap", v1alpha1.RelayConfigMap)
 			r.answer(w, name, http.StatusServiceUnavailable, "unavailable", "could not pass the push to the other shards' agents; try again")
 			return
 		}

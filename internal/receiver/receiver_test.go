@@ -66,13 +66,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, secret map[string]string, change ...func(*Options)) *fixture {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := v1alpha1.NewScheme()
 	b := fake.NewClientBuilder().WithScheme(scheme)
 	for _, s := range fleet() {
 		b = b.WithObjects(s.DeepCopy())

@@ -22,14 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/controller"
 )
-
-// RelayConfigMap is the ConfigMap, in the agent's namespace, through which
-// the webhook receiver of a sharded agent passes each push notice to the
-// agents of the other shards: a git host calls one address, which reaches
-// one shard's agent, while the Syncs the push concerns may be any shard's.
-const RelayConfigMap = "driftless-push-notices"
 
 const (
 	// relayKey is the ConfigMap's key holding the notices, as JSON.
@@ -80,7 +75,7 @@ type RelayOptions struct {
 
 // Relay passes push notices between the agents of a sharded installation
 // (agent --shard): Publish writes a notice this agent's receiver took to
-// RelayConfigMap; Start (on the leader of each shard) watches that
+// v1alpha1.RelayConfigMap; Start (on the leader of each shard) watches that
 // ConfigMap and wakes this agent's Syncs that each other agent's notice
 // matches. A Sync is so woken by a push whichever shard's agent the git
 // host reached, at the cost of one write per push and one watch per
@@ -126,7 +121,7 @@ func (r *Relay) Publish(ctx context.Context, p Push, namespace string, at time.T
 	r.mu.Lock()
 	r.seen[n.ID] = true
 	r.mu.Unlock()
-	key := client.ObjectKey{Namespace: r.opts.Namespace, Name: RelayConfigMap}
+	key := client.ObjectKey{Namespace: r.opts.Namespace, Name: v1alpha1.RelayConfigMap}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var cm corev1.ConfigMap
 		err := r.opts.Client.Get(ctx, key, &cm)
@@ -184,13 +179,13 @@ func decodeNotices(data string) []Notice {
 	return notices
 }
 
-// Start watches RelayConfigMap until ctx is done and wakes the Syncs each
-// new notice of another agent matches. A watch that ends is started
-// again, listing first, after a second.
+// Start watches v1alpha1.RelayConfigMap until ctx is done and wakes the
+// Syncs each new notice of another agent matches. A watch that ends is
+// started again, listing first, after a second.
 func (r *Relay) Start(ctx context.Context) error {
 	for {
 		if err := r.watch(ctx); err != nil && ctx.Err() == nil {
-			r.log.Error(err, "watching push notices of other shards; retrying", "configMap", r.opts.Namespace+"/"+RelayConfigMap)
+			r.log.Error(err, "watching push notices of other shards; retrying", "configMap", r.opts.Namespace+"/"+v1alpha1.RelayConfigMap)
 		}
 		select {
 		case <-ctx.Done():
@@ -202,7 +197,7 @@ func (r *Relay) Start(ctx context.Context) error {
 
 // watch lists the ConfigMap, acts on its notices, then follows it.
 func (r *Relay) watch(ctx context.Context) error {
-	byName := client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", RelayConfigMap)}
+	byName := client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", v1alpha1.RelayConfigMap)}
 	var list corev1.ConfigMapList
 	if err := r.opts.Client.List(ctx, &list, client.InNamespace(r.opts.Namespace), byName); err != nil {
 		return err

@@ -256,7 +256,7 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 		o.RenderBudgets.MaxObjects = 100
 		o.RenderBudgets.MaxBytes = 1048576
 	})
-	eventually(t, 2*time.Minute, "the last good revision is applied", appliedAt(r.key, good))
+	testenv.Eventually(t, 2*time.Minute, "the last good revision is applied", appliedAt(r.key, good))
 	goodState := r.state(t)
 	if len(goodState) == 0 {
 		t.Fatal("the good revision left no labelled object")
@@ -274,7 +274,7 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 					// With the key back, the case's commit would decrypt
 					// and apply: go back to the good revision first.
 					good = r.commit(t, "back to good after "+cc.Name, nil, nil)
-					eventually(t, time.Minute, "the good revision is applied again", appliedAt(r.key, good))
+					testenv.Eventually(t, time.Minute, "the good revision is applied again", appliedAt(r.key, good))
 					setDecryption(t, r.key, decryption)
 					goodState = r.state(t)
 				}()
@@ -282,7 +282,7 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 			from := mark(t)
 			rev := r.commit(t, "case "+cc.Name, in.files(t, cc), cc.Delete)
 			if cc.Outcome == "accepted" {
-				eventually(t, time.Minute, "case "+cc.Name+" is applied", appliedAt(r.key, rev))
+				testenv.Eventually(t, time.Minute, "case "+cc.Name+" is applied", appliedAt(r.key, rev))
 				now := r.state(t)
 				for _, o := range cc.Objects {
 					if _, ok := now[o]; !ok {
@@ -291,7 +291,7 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 				}
 				// Back to the last good revision for the next case.
 				good = r.commit(t, "back to good after "+cc.Name, nil, nil)
-				eventually(t, time.Minute, "the good revision is applied again", appliedAt(r.key, good))
+				testenv.Eventually(t, time.Minute, "the good revision is applied again", appliedAt(r.key, good))
 				goodState = r.state(t)
 				return
 			}
@@ -326,7 +326,7 @@ func TestCorpusOfBadCommitsIsRefusedWithoutWrites(t *testing.T) {
 			// A case that left the cluster in an unknown state would fail
 			// every later one for the wrong reason.
 			good = r.commit(t, "back to good after "+cc.Name, nil, nil)
-			eventually(t, time.Minute, "the good revision is applied again", appliedAt(r.key, good))
+			testenv.Eventually(t, time.Minute, "the good revision is applied again", appliedAt(r.key, good))
 			goodState = r.state(t)
 		}
 	}

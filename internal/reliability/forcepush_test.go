@@ -24,12 +24,12 @@ func TestForcePushToAnOlderCommitIsFollowedAndReported(t *testing.T) {
 	older := repo.Commit(t, "older", map[string]string{"config.yaml": configMapInWave("config", "0")})
 	key := newSync(t, ns, "forced", repo.FileURL(), nil)
 	startInProcessAgent(t, ns, nil)
-	eventually(t, 2*time.Minute, "the older revision is applied", appliedAt(key, older))
+	testenv.Eventually(t, 2*time.Minute, "the older revision is applied", appliedAt(key, older))
 	newer := repo.Commit(t, "newer", map[string]string{"extra.yaml": configMapInWave("extra", "0")})
-	eventually(t, time.Minute, "the newer revision is applied", appliedAt(key, newer))
+	testenv.Eventually(t, time.Minute, "the newer revision is applied", appliedAt(key, newer))
 
 	repo.ForcePush(t, older)
-	eventually(t, time.Minute, "the Sync follows the branch back", appliedAt(key, older))
+	testenv.Eventually(t, time.Minute, "the Sync follows the branch back", appliedAt(key, older))
 	if exists(t, ns, "extra") {
 		t.Error("ConfigMap extra, only in the newer revision, was not pruned after the force-push")
 	}
@@ -44,7 +44,7 @@ func TestForcePushToAnOlderCommitIsFollowedAndReported(t *testing.T) {
 	if len(s.Status.History) == 0 || !strings.Contains(s.Status.History[0].Message, want) {
 		t.Errorf("the newest history record does not say %q: %+v", want, s.Status.History)
 	}
-	eventually(t, 10*time.Second, "an Event says the branch moved back", func() string {
+	testenv.Eventually(t, 10*time.Second, "an Event says the branch moved back", func() string {
 		var list eventsv1.EventList
 		if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return err.Error()

@@ -155,7 +155,7 @@ func TestGitServerDownKeepsTheClusterAndRecovers(t *testing.T) {
 		s.Spec.Source.Git.SecretRef = &v1alpha1.LocalObjectReference{Name: "git"}
 	})
 	startInProcessAgent(t, ns, nil)
-	eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
+	testenv.Eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
 	before := labelledConfigMaps(t, ns, key)
 
 	srv.StopSSH()
@@ -165,7 +165,7 @@ func TestGitServerDownKeepsTheClusterAndRecovers(t *testing.T) {
 		"a.yaml": configMapData("a", "v2"),
 		"f.yaml": "",
 	})
-	eventually(t, interval+time.Minute, "the Sync reports the fetch failure", func() string {
+	testenv.Eventually(t, interval+time.Minute, "the Sync reports the fetch failure", func() string {
 		s, err := getSync(key)
 		if err != nil {
 			return err.Error()
@@ -194,7 +194,7 @@ func TestGitServerDownKeepsTheClusterAndRecovers(t *testing.T) {
 		edited := time.Now()
 		handEdit(t, ns, name, "edited")
 		edits++
-		eventually(t, time.Minute, "the hand edit of "+name+" is reverted while git is down", hasValue(t, ns, name, "v1"))
+		testenv.Eventually(t, time.Minute, "the hand edit of "+name+" is reverted while git is down", hasValue(t, ns, name, "v1"))
 		reverted++
 		worst = max(worst, time.Since(edited))
 		next := edited.Add(outage / 8)
@@ -225,7 +225,7 @@ func TestGitServerDownKeepsTheClusterAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := time.Now()
-	eventually(t, interval+time.Minute, "the commit made during the outage is applied once the server is back", appliedAt(key, during))
+	testenv.Eventually(t, interval+time.Minute, "the commit made during the outage is applied once the server is back", appliedAt(key, during))
 	t.Logf("the server back: the commit made during the outage applied after %s", time.Since(back).Round(time.Millisecond))
 	if got := valueOf(t, ns, "a"); got != "v2" {
 		t.Errorf("ConfigMap a holds %q, want v2 from the commit made during the outage", got)

@@ -50,7 +50,7 @@ func TestAgentKilledMidSyncLosesNothingFromPrune(t *testing.T) {
 	key := newSync(t, ns, "killed", repo.FileURL(), nil)
 	cache := t.TempDir()
 	agent := startAgentProcess(t, ns, cache)
-	eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
+	testenv.Eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
 
 	// Wave 0 of the second revision is written, then the sync waits for
 	// the Deployment, which never becomes healthy here.
@@ -60,7 +60,7 @@ func TestAgentKilledMidSyncLosesNothingFromPrune(t *testing.T) {
 		"slow.yaml":  slowDeployment,
 		"late.yaml":  configMapInWave("late", "1"),
 	})
-	eventually(t, time.Minute, "wave 0 of the second revision is written", func() string {
+	testenv.Eventually(t, time.Minute, "wave 0 of the second revision is written", func() string {
 		for _, name := range added {
 			if !exists(t, ns, name) {
 				return "ConfigMap " + name + " does not exist yet; agent log:\n" + agent.logTail()
@@ -72,7 +72,7 @@ func TestAgentKilledMidSyncLosesNothingFromPrune(t *testing.T) {
 
 	third := repo.Commit(t, "drop them again", map[string]string{"added.yaml": "", "slow.yaml": "", "late.yaml": ""})
 	agent = startAgentProcess(t, ns, cache)
-	eventually(t, 2*time.Minute, "the third revision is applied by the restarted agent", appliedAt(key, third))
+	testenv.Eventually(t, 2*time.Minute, "the third revision is applied by the restarted agent", appliedAt(key, third))
 	for _, name := range added {
 		if exists(t, ns, name) {
 			t.Errorf("ConfigMap %s, written before the agent was killed and dropped from git since, was not pruned", name)

@@ -108,9 +108,9 @@ func TestTwoAgentsOneWritesAndTheStandbyTakesOver(t *testing.T) {
 
 	const userA, userB = "driftless-agent-a", "driftless-agent-b"
 	leader := startAgentProcessAs(t, userA, ns, t.TempDir(), leaderArgs()...)
-	eventually(t, 2*time.Minute, "the first agent leads and applies the first revision", appliedAt(key, first))
+	testenv.Eventually(t, 2*time.Minute, "the first agent leads and applies the first revision", appliedAt(key, first))
 	standby := startAgentProcessAs(t, userB, ns, t.TempDir(), leaderArgs()...)
-	eventually(t, time.Minute, "the second agent waits for the Lease", func() string {
+	testenv.Eventually(t, time.Minute, "the second agent waits for the Lease", func() string {
 		if log := standby.logTail(); !strings.Contains(log, "Attempting to acquire leader lease") {
 			return "the second agent's log does not say it waits for the Lease:\n" + log
 		}
@@ -119,11 +119,11 @@ func TestTwoAgentsOneWritesAndTheStandbyTakesOver(t *testing.T) {
 
 	from := mark(t)
 	second := repo.Commit(t, "change a", map[string]string{"a.yaml": configMapData("a", "v2")})
-	eventually(t, time.Minute, "the second revision is applied", appliedAt(key, second))
+	testenv.Eventually(t, time.Minute, "the second revision is applied", appliedAt(key, second))
 	handEdit(t, ns, "b", "edited")
-	eventually(t, time.Minute, "the hand edit of b is reverted", hasValue(t, ns, "b", "v1"))
+	testenv.Eventually(t, time.Minute, "the hand edit of b is reverted", hasValue(t, ns, "b", "v1"))
 	third := repo.Commit(t, "change b", map[string]string{"b.yaml": configMapData("b", "v3")})
-	eventually(t, time.Minute, "the third revision is applied", appliedAt(key, third))
+	testenv.Eventually(t, time.Minute, "the third revision is applied", appliedAt(key, third))
 	to := mark(t)
 	if w := objectWrites(t, from, to, userA, ns); len(w) == 0 {
 		t.Errorf("the audit log shows no write by the leader %s, which applied two commits and reverted a hand edit", userA)
@@ -140,7 +140,7 @@ func TestTwoAgentsOneWritesAndTheStandbyTakesOver(t *testing.T) {
 	fourth := repo.Commit(t, "change c", map[string]string{"c.yaml": configMapData("c", "v4")})
 	handEdit(t, ns, "a", "edited")
 	var synced, reverted time.Duration
-	eventually(t, testLease+testRetry+failMargin+30*time.Second, "the standby applies the fourth revision and reverts the hand edit", func() string {
+	testenv.Eventually(t, testLease+testRetry+failMargin+30*time.Second, "the standby applies the fourth revision and reverts the hand edit", func() string {
 		if reverted == 0 && valueOf(t, ns, "a") == "v2" {
 			reverted = time.Since(killed)
 		}

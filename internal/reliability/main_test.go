@@ -9,8 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,12 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 func setup(e *testenv.Env) error {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
+	scheme := testenv.Scheme()
 	var err error
 	c, err = client.New(e.Config, client.Options{Scheme: scheme})
 	if err != nil {
@@ -107,23 +100,6 @@ func newSync(t *testing.T, ns, name, url string, mutate func(*v1alpha1.Sync)) cl
 	return client.ObjectKeyFromObject(s)
 }
 
-// eventually polls check until it returns "" and fails the test with its
-// last answer after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		last := check()
-		if last == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; last check: %s", what, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func getSync(key client.ObjectKey) (*v1alpha1.Sync, error) {
 	var s v1alpha1.Sync
 	err := c.Get(context.Background(), key, &s)
@@ -150,7 +126,7 @@ func appliedAt(key client.ObjectKey, revision string) func() string {
 func failedAt(t *testing.T, key client.ObjectKey, revision string, timeout time.Duration) *metav1.Condition {
 	t.Helper()
 	var ready *metav1.Condition
-	eventually(t, timeout, "the Sync refuses "+revision[:7], func() string {
+	testenv.Eventually(t, timeout, "the Sync refuses "+revision[:7], func() string {
 		s, err := getSync(key)
 		if err != nil {
 			return err.Error()

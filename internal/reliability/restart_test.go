@@ -127,7 +127,7 @@ func TestAPIServerAndEtcdRestartsMidSync(t *testing.T) {
 	key := newSync(t, ns, "restarts", repo.FileURL(), nil)
 	hold := newWriteHold(t, ns)
 	startInProcessAgent(t, ns, nil)
-	eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
+	testenv.Eventually(t, 2*time.Minute, "the first revision is applied", appliedAt(key, first))
 
 	// Forty objects in wave 0 and a gate in wave 1, whose write is held.
 	const n = 40
@@ -141,7 +141,7 @@ func TestAPIServerAndEtcdRestartsMidSync(t *testing.T) {
 	}
 	outage(t, testenv.APIServer)
 	hold.Release()
-	eventually(t, 2*time.Minute, "the apply completes after the API server is back", appliedAt(key, applied))
+	testenv.Eventually(t, 2*time.Minute, "the apply completes after the API server is back", appliedAt(key, applied))
 	want := map[string]string{"seed": "v1", "gate": "v1"}
 	for i := range n {
 		want[fmt.Sprintf("cm-%02d", i)] = "v1"
@@ -162,12 +162,12 @@ func TestAPIServerAndEtcdRestartsMidSync(t *testing.T) {
 	t.Logf("while the gate's delete is held, %d of wave 0's %d objects are pruned", len(missingConfigMaps(t, ns, n)), n)
 	outage(t, testenv.APIServer)
 	hold.Release()
-	eventually(t, 2*time.Minute, "the prune completes after the API server is back", appliedAt(key, pruned))
+	testenv.Eventually(t, 2*time.Minute, "the prune completes after the API server is back", appliedAt(key, pruned))
 	equalsRevision(t, ns, key, map[string]string{"seed": "v1"})
 
 	// etcd restarts between two revisions.
 	outage(t, testenv.Etcd)
 	after := repo.Commit(t, "after etcd restarted", map[string]string{"seed.yaml": strings.Replace(configMapInWave("seed", "0"), "key: v1", "key: v2", 1)})
-	eventually(t, 2*time.Minute, "a commit after etcd restarted is applied", appliedAt(key, after))
+	testenv.Eventually(t, 2*time.Minute, "a commit after etcd restarted is applied", appliedAt(key, after))
 	equalsRevision(t, ns, key, map[string]string{"seed": "v2"})
 }

@@ -93,7 +93,7 @@ func TestSoak(t *testing.T) {
 			return ""
 		}
 	}
-	eventually(t, 10*time.Minute, "every Sync applies the first revision", allApplied(head))
+	testenv.Eventually(t, 10*time.Minute, "every Sync applies the first revision", allApplied(head))
 	t.Logf("soak: %d objects over %d Syncs applied in %s", soakSyncs*soakPerSync, soakSyncs, time.Since(started).Round(time.Second))
 
 	var (
@@ -161,7 +161,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	eventually(t, 5*time.Minute, "every Sync applies the last revision", allApplied(head))
+	testenv.Eventually(t, 5*time.Minute, "every Sync applies the last revision", allApplied(head))
 	read(time.Since(soakStart))
 
 	// The cluster equals the last revision.

@@ -124,13 +124,12 @@ func (p *stallingProxy) behind(t *testing.T, raw string) string {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
+	testenv.Eventually(t, time.Minute, what, func() string {
+		if cond() {
+			return ""
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return "not yet"
+	})
 }
 
 // returns runs f and reports whether it returned before the stalled fetch

@@ -7,23 +7,17 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
 )
 
-// Scheme returns a scheme of client-go's kinds, driftless's
-// (api/v1alpha1) and CustomResourceDefinitions: the one tests use.
+// Scheme returns v1alpha1.NewScheme(), the agent's: client-go's kinds,
+// driftless's and CustomResourceDefinitions. Tests build their clients
+// with it.
 func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err) // the schemes of these packages always register
-		}
-	}
-	return s
+	return v1alpha1.NewScheme()
 }
 
 // InstallCRDs creates defs (config/crd's, usually; one that exists is

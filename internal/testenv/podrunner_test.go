@@ -118,9 +118,10 @@ func TestImageRepository(t *testing.T) {
 
 func poll(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(timeout); !ok(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
+	Eventually(t, timeout, what, func() string {
+		if ok() {
+			return ""
 		}
-	}
+		return "not yet"
+	})
 }

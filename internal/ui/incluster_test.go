@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/agent"
+	"github.com/driftless/driftless/internal/testenv"
 	"github.com/driftless/driftless/internal/ui"
 )
 
@@ -167,7 +169,7 @@ func TestInClusterDashboardServesOnlyWhatEachViewersTokenAllows(t *testing.T) {
 
 	d := &inCluster{t: t, addr: "http://" + addr}
 	syncPath := "/c/prod-eu/syncs/" + f.ns + "/web"
-	eventually(t, "the dashboard answers", func() string {
+	testenv.Eventually(t, time.Minute, "the dashboard answers", func() string {
 		resp, err := http.Get(d.addr + "/login")
 		if err != nil {
 			return err.Error()
@@ -307,7 +309,7 @@ func TestInClusterDashboardInABrowserSignsInWithAPastedToken(t *testing.T) {
 	token := serviceAccountToken(t, f.ns, "reader", read)
 	base := "http://" + addr
 	syncPath := "/c/prod-eu/syncs/" + f.ns + "/web"
-	eventually(t, "the dashboard answers", func() string {
+	testenv.Eventually(t, time.Minute, "the dashboard answers", func() string {
 		resp, err := http.Get(base + "/login")
 		if err != nil {
 			return err.Error()

@@ -18,8 +18,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,12 +45,7 @@ func setup(e *testenv.Env) error {
 
 // adminClient is a client of e's admin that knows Syncs.
 func adminClient(e *testenv.Env) (client.Client, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
+	scheme := testenv.Scheme()
 	return client.New(e.Config, client.Options{Scheme: scheme})
 }
 
@@ -276,23 +269,6 @@ func get(t *testing.T, addr, path string) (*http.Response, string) {
 		t.Fatal(err)
 	}
 	return resp, string(b)
-}
-
-// eventually polls check until it returns "", and fails the test with its
-// last answer after a minute.
-func eventually(t *testing.T, what string, check func() string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		last := check()
-		if last == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within a minute; last check: %s", what, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 type syncBuffer struct {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/cli"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // handTypedSecret is what a hand edit writes into the fixture's Secret;
@@ -39,7 +41,7 @@ func TestDashboardPagesShowTheSyncItsObjectsAndDriftButNoSecretValue(t *testing.
 	if err := c.Update(context.Background(), &secret, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the agent records both hand edits", func() string {
+	testenv.Eventually(t, time.Minute, "the agent records both hand edits", func() string {
 		var s v1alpha1.Sync
 		if err := c.Get(context.Background(), f.key, &s); err != nil {
 			return err.Error()
@@ -252,7 +254,7 @@ func TestDashboardListsAgainAContextThatFailedUntilItAnswers(t *testing.T) {
 	}
 	addr, _ := dashboard(t, path)
 	viewerLink := `href="/c/viewer/syncs/` + f.ns + `/web"`
-	eventually(t, "the fleet says since when the viewer context is refused", func() string {
+	testenv.Eventually(t, time.Minute, "the fleet says since when the viewer context is refused", func() string {
 		_, body := get(t, addr, "/")
 		if !regexp.MustCompile(`<strong>viewer</strong>: refused since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, retrying: .*forbidden`).MatchString(html.UnescapeString(body)) {
 			return body
@@ -263,7 +265,7 @@ func TestDashboardListsAgainAContextThatFailedUntilItAnswers(t *testing.T) {
 	if err := c.Create(ctx, grant); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the fleet shows the viewer's Sync without a restart", func() string {
+	testenv.Eventually(t, time.Minute, "the fleet shows the viewer's Sync without a restart", func() string {
 		_, body := get(t, addr, "/")
 		if !strings.Contains(body, viewerLink) || strings.Contains(body, "refused since") {
 			return body

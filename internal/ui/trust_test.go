@@ -29,6 +29,7 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/syncview"
+	"github.com/driftless/driftless/internal/testenv"
 	"github.com/driftless/driftless/internal/ui"
 )
 
@@ -384,7 +385,7 @@ func TestLiveEventsCarryACommitSubjectWithCarriageReturnsAsOneEvent(t *testing.T
 	if err := syncview.RequestSync(context.Background(), c, &s, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the agent applies the commit", func() string {
+	testenv.Eventually(t, time.Minute, "the agent applies the commit", func() string {
 		if err := c.Get(context.Background(), f.key, &s); err != nil {
 			return err.Error()
 		}
@@ -460,7 +461,7 @@ func TestInClusterActionsImpersonateTheViewersUIDAndExtras(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the policy refuses a request with the operator's name alone", func() string {
+	testenv.Eventually(t, time.Minute, "the policy refuses a request with the operator's name alone", func() string {
 		var s v1alpha1.Sync
 		if err := asName.Get(ctx, f.key, &s); err != nil {
 			return err.Error()

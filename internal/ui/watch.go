@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -58,12 +57,7 @@ type clusterState struct {
 }
 
 func newClusterState(c Cluster, h *hub) (*clusterState, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
+	scheme := v1alpha1.NewScheme()
 	hc, err := rest.HTTPClientFor(c.Config)
 	if err != nil {
 		return nil, fmt.Errorf("context %s: connect to the API server %s: %w", c.Name, c.Config.Host, err)

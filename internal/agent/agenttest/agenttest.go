@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/driftless/driftless/internal/agent"
+	"github.com/driftless/driftless/internal/testenv"
 )
 
 // Options returns the agent's defaults for a test: the agent talks to cfg
@@ -132,20 +133,15 @@ func (a *Agent) Eventually(what string, check func() string) {
 // Within is Eventually with a deadline of d.
 func (a *Agent) Within(d time.Duration, what string, check func() string) {
 	a.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	testenv.Eventually(a.t, d, what, func() string {
 		last := check()
-		if last == "" {
-			return
+		if last != "" {
+			select {
+			case <-a.done:
+				a.t.Fatalf("%s: the agent exited (%v); last check: %s", what, a.err, last)
+			default:
+			}
 		}
-		select {
-		case <-a.done:
-			a.t.Fatalf("%s: the agent exited (%v); last check: %s", what, a.err, last)
-		default:
-		}
-		if time.Now().After(deadline) {
-			a.t.Fatalf("%s: not within %s; last check: %s", what, d, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return last
+	})
 }

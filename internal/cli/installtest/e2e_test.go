@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
@@ -86,12 +84,7 @@ data:
   greeting: hello from git
 `})
 
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testenv.Scheme()
 	c, err := client.New(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +92,7 @@ data:
 	agentPID := agentProcess(t, agentNS)
 	cm := &corev1.ConfigMap{}
 	key := client.ObjectKey{Namespace: ns, Name: "greeting"}
-	eventually(t, 90*time.Second, "the agent applies the ConfigMap and the Sync is Ready", func() string {
+	testenv.Eventually(t, 90*time.Second, "the agent applies the ConfigMap and the Sync is Ready", func() string {
 		var s v1alpha1.Sync
 		if err := c.Get(ctx, client.ObjectKey{Namespace: agentNS, Name: "default"}, &s); err != nil {
 			return "Sync default: " + err.Error()
@@ -132,7 +125,7 @@ data:
 	if err := c.Update(ctx, edit, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the agent reverts the hand edit", func() string {
+	testenv.Eventually(t, 60*time.Second, "the agent reverts the hand edit", func() string {
 		if err := c.Get(ctx, key, cm); err != nil {
 			return err.Error()
 		}
@@ -149,7 +142,7 @@ data:
 	if code, _, _ := run("uninstall", "--timeout", "2m"); code != 0 {
 		t.Fatalf("uninstall exited %d", code)
 	}
-	eventually(t, 30*time.Second, "the agent's process stops", func() string {
+	testenv.Eventually(t, 30*time.Second, "the agent's process stops", func() string {
 		for pod := range env.PodRunner.Processes() {
 			if strings.HasPrefix(pod, agentNS+"/") {
 				return "the pod runner still runs " + pod
@@ -167,7 +160,7 @@ data:
 func agentProcess(t *testing.T, ns string) int {
 	t.Helper()
 	pid := 0
-	eventually(t, 30*time.Second, "the pod runner runs the agent", func() string {
+	testenv.Eventually(t, 30*time.Second, "the pod runner runs the agent", func() string {
 		for pod, p := range env.PodRunner.Processes() {
 			if strings.HasPrefix(pod, ns+"/driftless-") {
 				pid = p
@@ -194,21 +187,4 @@ func conditionMessage(conds []metav1.Condition) string {
 		parts = append(parts, c.Type+"="+string(c.Status)+" "+c.Reason+": "+c.Message)
 	}
 	return strings.Join(parts, "; ")
-}
-
-// eventually polls check until it returns "" or timeout passes, then
-// fails with what check last said.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		last := check()
-		if last == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %s", what, timeout, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

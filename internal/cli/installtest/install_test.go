@@ -18,13 +18,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/cli"
-	"github.com/driftless/driftless/internal/receiver"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
@@ -55,10 +52,7 @@ func TestInstallWaitsForTheAgentDeploymentToBeAvailable(t *testing.T) {
 	if !strings.Contains(out.String(), "read-only deploy key:\n\nssh-ed25519 ") {
 		t.Errorf("install does not print the public key:\n%s", out.String())
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testenv.Scheme()
 	c, err := client.New(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -112,12 +106,7 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 	if code, _, errOut := run("", "install", "--git-url", repo.HTTPURL(), "--shards", "2", "--timeout", "2m"); code != 0 {
 		t.Fatalf("install failed: %s", errOut)
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testenv.Scheme()
 	c, err := client.New(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +115,7 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.HTTPURL(), Branch: "main"}}, Suspend: true}}
 	managed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "managed", Labels: map[string]string{v1alpha1.SyncLabel: v1alpha1.SyncLabelValue(ns, "apps")}}}
 	// What a sharded agent keeps: the push notices it passed on.
-	notices := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: receiver.RelayConfigMap}, Data: map[string]string{"notices": "[]"}}
+	notices := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.RelayConfigMap}, Data: map[string]string{"notices": "[]"}}
 	for _, obj := range []client.Object{sync, managed, notices} {
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
@@ -151,7 +140,7 @@ func TestUninstallRemovesTheAgentAndWithCRDsTheSyncsButNeverTheirObjects(t *test
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless-shard-1"}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless-shard-2"}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "driftless-push-relay"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: receiver.RelayConfigMap}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1alpha1.RelayConfigMap}},
 	} {
 		if !gone(obj) {
 			t.Errorf("uninstall left %T %s", obj, obj.GetName())

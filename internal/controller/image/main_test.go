@@ -8,21 +8,17 @@ import (
 
 	"github.com/go-logr/logr"
 	eventsv1 "k8s.io/api/events/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config/crd"
 	"github.com/driftless/driftless/internal/testenv"
 )
 
 var (
 	env      *testenv.Env
-	scheme   = runtime.NewScheme()
+	scheme   = testenv.Scheme()
 	c        client.Client
 	recorder EventRecorder
 )
@@ -31,11 +27,6 @@ func TestMain(m *testing.M) { testenv.MainWith(m, &env, setup) }
 
 func setup(e *testenv.Env) error {
 	ctrl.SetLogger(logr.Discard())
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
 	var err error
 	c, err = client.New(e.Config, client.Options{Scheme: scheme})
 	if err != nil {

@@ -49,15 +49,10 @@ func startAgent(t *testing.T, namespace string) {
 // then fails with the last thing cond said.
 func eventually(t *testing.T, what string, deadline time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	last := ""
-	for time.Now().Before(end) {
-		ok, msg := cond()
-		if ok {
-			return
+	testenv.Eventually(t, deadline, what, func() string {
+		if ok, msg := cond(); !ok {
+			return "not yet: " + msg
 		}
-		last = msg
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last: %s", what, last)
+		return ""
+	})
 }

@@ -186,14 +186,12 @@ func podsOf(t *testing.T, ns, app string) []corev1.Pod {
 // description when deadline passes.
 func poll(t *testing.T, what string, done func() (bool, string)) {
 	t.Helper()
-	var last string
-	for end := time.Now().Add(deadline); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		var ok bool
-		if ok, last = done(); ok {
-			return
+	testenv.Eventually(t, deadline, what, func() string {
+		if ok, last := done(); !ok {
+			return "not yet: " + last
 		}
-	}
-	t.Fatalf("%s: not within %s; last: %s", what, deadline, last)
+		return ""
+	})
 }
 
 func podReady(p *corev1.Pod) bool {
