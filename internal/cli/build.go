@@ -13,12 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
@@ -177,66 +173,39 @@ func (o *buildOptions) validate() error {
 // render renders o.repo, offline or as o.sync would, and returns the
 // variables it substituted.
 func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]render.Variable, error) {
-	var remote *engine.RemoteBases
+	if o.sync != "" {
+		cs, err := prepareClusterSync(ctx, clusterFlags{kubeconfig: o.kubeconfig}, o.sync, o.budgets, syncSource{remote: o.allowRemote})
+		if err != nil {
+			return nil, nil, err
+		}
+		defer cs.cleanup()
+		objects, err := engine.RenderDir(ctx, cs.sync, o.repo, cs.Options)
+		return objects, cs.Variables, cs.Mask(err)
+	}
+	decrypt, err := localDecryptor()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := render.Options{
+		Decrypt:         decrypt,
+		Root:            o.repo,
+		Paths:           o.paths,
+		TargetNamespace: o.targetNamespace,
+		Scope:           engine.BuiltinScope{},
+		Budgets:         o.budgets,
+		Kustomize:       render.KustomizeOptions{AllowRemote: o.allowRemote},
+	}
 	if o.allowRemote {
 		dir, err := os.MkdirTemp("", "driftless-build-remote-")
 		if err != nil {
 			return nil, nil, fmt.Errorf("directory for remote bases: %w", err)
 		}
 		defer source.RemoveTree(dir)
-		remote = &engine.RemoteBases{Mirror: &source.Mirror{Dir: dir}, FileURLs: true}
+		remote := &engine.RemoteBases{Mirror: &source.Mirror{Dir: dir}, FileURLs: true}
+		opts.Remote = remote.Fetcher(ctx, nil)
 	}
-	if o.sync == "" {
-		decrypt, err := localDecryptor()
-		if err != nil {
-			return nil, nil, err
-		}
-		opts := render.Options{
-			Decrypt:         decrypt,
-			Root:            o.repo,
-			Paths:           o.paths,
-			TargetNamespace: o.targetNamespace,
-			Scope:           engine.BuiltinScope{},
-			Budgets:         o.budgets,
-			Kustomize:       render.KustomizeOptions{AllowRemote: o.allowRemote},
-		}
-		if remote != nil {
-			opts.Remote = remote.Fetcher(ctx, nil)
-		}
-		objects, err := render.Render(opts)
-		return objects, nil, err
-	}
-	key, err := parseSyncKey(o.sync)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, ropts, err := clusterFlags{kubeconfig: o.kubeconfig}.renderOptions(o.budgets)
-	if err != nil {
-		return nil, nil, err
-	}
-	var s v1alpha1.Sync
-	if err := c.Get(ctx, key, &s); err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, nil, fmt.Errorf("no Sync %s in the cluster: list the Syncs with kubectl get syncs -A", key)
-		case meta.IsNoMatchError(err):
-			return nil, nil, fmt.Errorf("the cluster serves no Sync API: is driftless installed? (%w)", err)
-		}
-		return nil, nil, fmt.Errorf("read Sync %s: %w", key, err)
-	}
-	vars, err := engine.Variables(ctx, c, &s)
-	if err != nil {
-		return nil, nil, fmt.Errorf("variables of Sync %s: %w", key, err)
-	}
-	keys, err := engine.DecryptionKeys(ctx, c, &s, client.ObjectKey{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("decryption keys of Sync %s: %w", key, err)
-	}
-	ropts.Variables = vars
-	ropts.Decrypt = engine.Decryptor(keys)
-	ropts.Remote = remote
-	objects, err := engine.RenderDir(ctx, &s, o.repo, ropts)
-	return objects, vars, maskRenderError(ropts, err)
+	objects, err := render.Render(opts)
+	return objects, nil, err
 }
 
 // maskLikeDesired hides, in the live object, the old form of every string

@@ -14,6 +14,7 @@ import (
 func TestBuildAndDiffOfASyncShowTheObjectsOfAChartFromARepository(t *testing.T) {
 	cl := diffClusterClient(t)
 	ns := env.Namespace(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the CLI's chart cache
 	charts := testenv.NewChartRepo(t)
 	charts.Publish("hello", "1.2.0", testenv.PackageChart(t, "hello", "1.2.0"))
 	files := map[string]string{"workloads/hello.yaml": fmt.Sprintf(`apiVersion: driftless.dev/v1alpha1

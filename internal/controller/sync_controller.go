@@ -32,7 +32,6 @@ import (
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/redact"
 	"github.com/driftless/driftless/internal/render"
-	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/source"
 )
 
@@ -381,12 +380,12 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	// since the API server echoes invalid values.
 	var secrets *redact.Set
 	// What the Sync names is read as the Sync (readerOf). Every Secret
-	// the render reads is remembered, so that an error quoting one of its
-	// values (a chart's fail with a valuesFrom value) is masked too; the
-	// source's Secrets are not (known_hosts names hosts every fetch error
-	// names, and fetch errors never quote a credential).
+	// the render reads is remembered (prepared.Secrets), so that an error
+	// quoting one of its values (a chart's fail with a valuesFrom value)
+	// is masked too; the source's Secrets are not (known_hosts names hosts
+	// every fetch error names, and fetch errors never quote a credential).
 	reader := readerOf(r.Identities, r.Reader, s, id)
-	rendered := &engine.SecretRecorder{Reader: reader}
+	var prepared *engine.Prepared
 	var tgt target
 	fail := func(reason string, err error) outcome {
 		if deniedRead(err) {
@@ -396,7 +395,10 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 		if tgt.remote != nil {
 			o.retry = tgt.remote.failed(reason == v1alpha1.ReasonClusterUnreachable)
 		}
-		o.reason, o.err = reason, redact.New(rendered.Values()...).Error(secrets.Error(err))
+		o.reason, o.err = reason, secrets.Error(err)
+		if prepared != nil {
+			o.err = redact.New(prepared.Secrets.Values()...).Error(o.err)
+		}
 		o.duration = time.Since(o.started)
 		return o
 	}
@@ -428,17 +430,15 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if o.hold == nil {
 		o.movedBack = movedBack(s, o.revision)
 	}
-	// Read every sync: a changed ConfigMap or Secret re-renders.
-	vars, err := engine.Variables(ctx, reader, s)
+	// Variables and keys are read every sync: a changed ConfigMap or
+	// Secret re-renders.
+	prepared, reason, err = engine.PrepareRender(ctx, s, req, r.renderIdentity(s, reader, tgt))
 	if err != nil {
-		return fail(variablesFailure(err), err)
+		return fail(reason, err)
 	}
+	vars := prepared.Variables
 	secrets = engine.VariablesRedactor(vars)
-	keys, err := r.decryptionKeys(ctx, reader, s)
-	if err != nil {
-		return fail(keysFailure(err), err)
-	}
-	digest := engine.VariablesDigest(vars) + keys.Digest() + tgt.digest()
+	digest := renderDigest(prepared, tgt)
 	key := client.ObjectKeyFromObject(s)
 	// Objects a drift check saw changed and could not act on are
 	// compared, whatever the sync would otherwise skip.
@@ -456,7 +456,7 @@ func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity
 	if r.Revisions != nil && !o.dryRun && o.revision != s.Status.LastAppliedRevision {
 		r.Revisions.Syncing(s, o.revision)
 	}
-	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys, rendered, tgt)
+	objects, reason, err := r.desiredObjects(ctx, s, prepared, o.revision, tgt)
 	o.commit = r.commitOf(req, o.revision)
 	if err != nil {
 		return fail(reason, err)
@@ -735,27 +735,6 @@ func uncertain(res engine.Result) []plan.ID {
 	return ids
 }
 
-// variablesFailure is the Ready reason of a failure to read the Sync's
-// variables: FetchFailed (retried soon) when the API server could not
-// answer, BuildFailed when a ConfigMap or Secret is missing or holds a key
-// that is not a variable name.
-func variablesFailure(err error) string {
-	if errors.Is(err, engine.ErrVariablesUnreadable) {
-		return v1alpha1.ReasonFetchFailed
-	}
-	return v1alpha1.ReasonBuildFailed
-}
-
-// keysFailure is the Ready reason of a failure to read the Sync's key
-// Secret: FetchFailed (retried soon) when the API server could not
-// answer, BuildFailed when the Secret is missing or holds no decryption key.
-func keysFailure(err error) string {
-	if errors.Is(err, engine.ErrKeysUnreadable) {
-		return v1alpha1.ReasonFetchFailed
-	}
-	return v1alpha1.ReasonBuildFailed
-}
-
 // appliedGeneration is the generation last applied: lastAppliedGeneration,
 // or, for a Sync last recorded before that field existed, the observed
 // generation of a sync that succeeded.
@@ -929,9 +908,10 @@ func watchAhead(ctx context.Context, w watcher, key client.ObjectKey, kinds []sc
 // since the last render: the same revision, or for a render of plain
 // manifests a new revision that left the Sync's paths as they were (a
 // commit to another app of the repository).
-func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys, reader engine.Reader, tgt target) ([]render.Object, string, error) {
+func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, p *engine.Prepared, revision string, tgt target) ([]render.Object, string, error) {
 	key := client.ObjectKeyFromObject(s)
-	made := RenderKey{UID: s.UID, Revision: revision, Generation: s.Generation, Variables: engine.VariablesDigest(vars) + keys.Digest() + tgt.digest()}
+	req := p.Request
+	made := RenderKey{UID: s.UID, Revision: revision, Generation: s.Generation, Variables: renderDigest(p, tgt)}
 	if objects, ok := r.Store.Rendered(key, made); ok {
 		return objects, "", nil
 	}
@@ -946,9 +926,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 		r.Store.SetRendered(key, made, objects)
 		return objects, "", nil
 	}
-	opts := r.renderScope(tgt)
-	opts.Variables = vars
-	opts.Reader = reader // valuesFrom and chart secretRefs, as the Sync
+	opts := p.Options // valuesFrom and chart secretRefs read as the Sync
 	if dc, cache := r.discoveryOf(tgt); dc != nil {
 		var err error
 		if opts.KubeVersion, opts.APIVersions, err = cache.get(dc, r.now()); err != nil {
@@ -961,12 +939,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 		return nil, engine.FetchReason(err), err
 	}
 	defer tree.Release()
-	opts.Decrypt = engine.Decryptor(keys)
 	opts.Cache = r.Store.GeneratorCache(key)
-	opts.SourceHosts = r.sourceHosts(s)
-	if s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote {
-		opts.Remote = &engine.RemoteBases{Mirror: r.Mirror(), Source: req, FileURLs: r.mayReadFiles(s), Hosts: opts.SourceHosts}
-	}
 	built, reused := opts.Cache.Builds()
 	defer func() {
 		b, r := opts.Cache.Builds()
