@@ -51,15 +51,19 @@ Nothing is written and, without --sync, no cluster is needed.
   --sync   render as the Sync NAMESPACE/NAME of the cluster would: its
            spec.paths, targetNamespace, substitute and substituteFrom (its
            ConfigMaps and Secrets are read) and the sync label; kinds are
-           scoped by the cluster's discovery. --path and
-           --target-namespace are then refused: the Sync says.
+           scoped by the cluster's discovery; charts from HTTP Helm
+           repositories and OCI registries are fetched as the agent
+           fetches them, kept in driftless/charts of the user's cache
+           directory (~/.cache on Linux, $XDG_CACHE_HOME when set).
+           --path and --target-namespace are then refused: the Sync says.
   --allow-remote
            fetch the remote bases of git form that kustomizations name
            (https://host/org/repo//path?ref=v1, ssh://, git@host:…, file://),
            as the agent does for a Sync with spec.kustomize.allowRemote,
-           anonymously, into a temporary directory removed afterwards. This
-           is the only network build uses. Without it remote bases are
+           anonymously, into a temporary directory removed afterwards.
+           Without it remote bases are
            refused; with --sync the Sync's allowRemote must be on as well.
+           Without --sync, this is the only network build uses.
 
 Without --sync, which built-in kinds are cluster-scoped is known, a custom
 kind takes its scope from a CustomResourceDefinition rendered with it, and
@@ -100,7 +104,7 @@ Exit status:
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "with --sync: "+kubeconfigUsage)
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
-	f.BoolVar(&o.allowRemote, "allow-remote", false, "fetch the remote Kustomize bases of git form that kustomizations name, anonymously, as a Sync with spec.kustomize.allowRemote does (the only network build uses)")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "fetch the remote Kustomize bases of git form that kustomizations name, anonymously, as a Sync with spec.kustomize.allowRemote does (without --sync, the only network build uses)")
 	addBudgetFlags(f, &o.budgets)
 	return cmd
 }
