@@ -40,14 +40,7 @@ spec:
 `, charts.URL)}
 	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
 	first := repo.Commit(t, "a chart from a repository", files)
-	a := startAgent(t,
-		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
-		"--namespace", ns,
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
-		"--leader-elect=false",
-		"--cache-dir", t.TempDir(),
-	)
+	a := startAgentIn(t, ns)
 	key := diffCreateSync(t, cl, ns, repo.FileURL())
 	a.Eventually("the Sync is Ready at the chart's commit", syncAppliedAt(key, first))
 	if got := configValue(t, ns, "hello"); got != "hello" {
@@ -104,14 +97,7 @@ func TestTheAgentAndBuildRenderTheSameObjectsOfASync(t *testing.T) {
 	}
 	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
 	first := repo.Commit(t, "chart, kustomization, variables", files)
-	a := startAgent(t,
-		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
-		"--namespace", ns,
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
-		"--leader-elect=false",
-		"--cache-dir", t.TempDir(),
-	)
+	a := startAgentIn(t, ns)
 	s := &v1alpha1.Sync{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
 		Spec: v1alpha1.SyncSpec{
@@ -179,4 +165,18 @@ func notIn(want, got any, path string) []string {
 		}
 	}
 	return nil
+}
+
+// startAgentIn runs the agent of namespace ns, with no listener and a
+// cache of its own, until the test ends.
+func startAgentIn(t *testing.T, ns string) *runningAgent {
+	t.Helper()
+	return startAgent(t,
+		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
+		"--namespace", ns,
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", "0",
+		"--leader-elect=false",
+		"--cache-dir", t.TempDir(),
+	)
 }
