@@ -180,3 +180,49 @@ func startAgentIn(t *testing.T, ns string) *runningAgent {
 		"--cache-dir", t.TempDir(),
 	)
 }
+
+// A Sync with spec.kustomize.allowRemote whose kustomization names a
+// remote base, which the agent syncs, is diffed too: diff --sync fetches
+// the base as the agent does, and finds nothing to change.
+func TestDiffOfASyncFetchesItsRemoteBasesAsTheAgentDoes(t *testing.T) {
+	cl := diffClusterClient(t)
+	ns := env.Namespace(t)
+	git := testenv.NewGitServer(t)
+	bases := git.NewRepo(t, "bases")
+	bases.Commit(t, "base", map[string]string{
+		"base/kustomization.yaml": "resources: [cm.yaml]\n",
+		"base/cm.yaml":            diffConfigMap("", "from-a-remote-base", "v1"),
+	})
+	repo := git.NewRepo(t, "fleet")
+	first := repo.Commit(t, "a remote base", map[string]string{
+		"workloads/kustomization.yaml": fmt.Sprintf("resources: [%q]\n", bases.FileURL()+"//base?ref=main"),
+	})
+	a := startAgentIn(t, ns)
+	s := &v1alpha1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
+		Spec: v1alpha1.SyncSpec{
+			Source:          v1alpha1.Source{Git: v1alpha1.GitSource{URL: repo.FileURL(), Branch: "main"}},
+			Paths:           []string{"workloads"},
+			Interval:        metav1.Duration{Duration: time.Hour},
+			TargetNamespace: ns,
+			Kustomize:       &v1alpha1.KustomizeSpec{AllowRemote: true},
+		},
+	}
+	if err := cl.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(s)
+	a.Eventually("the Sync is Ready at the commit naming the remote base", syncAppliedAt(key, first))
+
+	d := runDiffCommand(t, "--sync", key.String(), "--kubeconfig", env.ControlPlane.KubeconfigPath(), "--output", "json").expect(t, 0).json(t)
+	if len(d.Changes) != 0 {
+		t.Errorf("diff --sync of the Sync the agent just applied shows changes: %+v", d.Changes)
+	}
+	bases.Commit(t, "v2", map[string]string{"base/cm.yaml": diffConfigMap("", "from-a-remote-base", "v2")})
+	r := runDiffCommand(t, "--sync", key.String(), "--kubeconfig", env.ControlPlane.KubeconfigPath()).expect(t, 1)
+	for _, want := range []string{"ConfigMap/" + ns + "/from-a-remote-base", "+  key: v2"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("diff --sync after the base changed lacks %q:\n%s", want, r.out)
+		}
+	}
+}
