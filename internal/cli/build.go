@@ -13,12 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
@@ -55,15 +51,19 @@ Nothing is written and, without --sync, no cluster is needed.
   --sync   render as the Sync NAMESPACE/NAME of the cluster would: its
            spec.paths, targetNamespace, substitute and substituteFrom (its
            ConfigMaps and Secrets are read) and the sync label; kinds are
-           scoped by the cluster's discovery. --path and
-           --target-namespace are then refused: the Sync says.
+           scoped by the cluster's discovery; charts from HTTP Helm
+           repositories and OCI registries are fetched as the agent
+           fetches them, kept in driftless/charts of the user's cache
+           directory (~/.cache on Linux, $XDG_CACHE_HOME when set).
+           --path and --target-namespace are then refused: the Sync says.
   --allow-remote
            fetch the remote bases of git form that kustomizations name
            (https://host/org/repo//path?ref=v1, ssh://, git@host:…, file://),
            as the agent does for a Sync with spec.kustomize.allowRemote,
-           anonymously, into a temporary directory removed afterwards. This
-           is the only network build uses. Without it remote bases are
+           anonymously, into a temporary directory removed afterwards.
+           Without it remote bases are
            refused; with --sync the Sync's allowRemote must be on as well.
+           Without --sync, this is the only network build uses.
 
 Without --sync, which built-in kinds are cluster-scoped is known, a custom
 kind takes its scope from a CustomResourceDefinition rendered with it, and
@@ -104,7 +104,7 @@ Exit status:
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "with --sync: "+kubeconfigUsage)
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up after this long")
-	f.BoolVar(&o.allowRemote, "allow-remote", false, "fetch the remote Kustomize bases of git form that kustomizations name, anonymously, as a Sync with spec.kustomize.allowRemote does (the only network build uses)")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "fetch the remote Kustomize bases of git form that kustomizations name, anonymously, as a Sync with spec.kustomize.allowRemote does (without --sync, the only network build uses)")
 	addBudgetFlags(f, &o.budgets)
 	return cmd
 }
@@ -177,66 +177,39 @@ func (o *buildOptions) validate() error {
 // render renders o.repo, offline or as o.sync would, and returns the
 // variables it substituted.
 func (o *buildOptions) render(ctx context.Context) ([]render.Object, map[string]render.Variable, error) {
-	var remote *engine.RemoteBases
+	if o.sync != "" {
+		cs, err := prepareClusterSync(ctx, clusterFlags{kubeconfig: o.kubeconfig}, o.sync, o.budgets, syncSource{remote: o.allowRemote})
+		if err != nil {
+			return nil, nil, err
+		}
+		defer cs.cleanup()
+		objects, err := engine.RenderDir(ctx, cs.sync, o.repo, cs.Options)
+		return objects, cs.Variables, cs.Mask(err)
+	}
+	decrypt, err := localDecryptor()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := render.Options{
+		Decrypt:         decrypt,
+		Root:            o.repo,
+		Paths:           o.paths,
+		TargetNamespace: o.targetNamespace,
+		Scope:           engine.BuiltinScope{},
+		Budgets:         o.budgets,
+		Kustomize:       render.KustomizeOptions{AllowRemote: o.allowRemote},
+	}
 	if o.allowRemote {
 		dir, err := os.MkdirTemp("", "driftless-build-remote-")
 		if err != nil {
 			return nil, nil, fmt.Errorf("directory for remote bases: %w", err)
 		}
 		defer source.RemoveTree(dir)
-		remote = &engine.RemoteBases{Mirror: &source.Mirror{Dir: dir}, FileURLs: true}
+		remote := &engine.RemoteBases{Mirror: &source.Mirror{Dir: dir}, FileURLs: true}
+		opts.Remote = remote.Fetcher(ctx, nil)
 	}
-	if o.sync == "" {
-		decrypt, err := localDecryptor()
-		if err != nil {
-			return nil, nil, err
-		}
-		opts := render.Options{
-			Decrypt:         decrypt,
-			Root:            o.repo,
-			Paths:           o.paths,
-			TargetNamespace: o.targetNamespace,
-			Scope:           engine.BuiltinScope{},
-			Budgets:         o.budgets,
-			Kustomize:       render.KustomizeOptions{AllowRemote: o.allowRemote},
-		}
-		if remote != nil {
-			opts.Remote = remote.Fetcher(ctx, nil)
-		}
-		objects, err := render.Render(opts)
-		return objects, nil, err
-	}
-	key, err := parseSyncKey(o.sync)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, ropts, err := clusterFlags{kubeconfig: o.kubeconfig}.renderOptions(o.budgets)
-	if err != nil {
-		return nil, nil, err
-	}
-	var s v1alpha1.Sync
-	if err := c.Get(ctx, key, &s); err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, nil, fmt.Errorf("no Sync %s in the cluster: list the Syncs with kubectl get syncs -A", key)
-		case meta.IsNoMatchError(err):
-			return nil, nil, fmt.Errorf("the cluster serves no Sync API: is driftless installed? (%w)", err)
-		}
-		return nil, nil, fmt.Errorf("read Sync %s: %w", key, err)
-	}
-	vars, err := engine.Variables(ctx, c, &s)
-	if err != nil {
-		return nil, nil, fmt.Errorf("variables of Sync %s: %w", key, err)
-	}
-	keys, err := engine.DecryptionKeys(ctx, c, &s, client.ObjectKey{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("decryption keys of Sync %s: %w", key, err)
-	}
-	ropts.Variables = vars
-	ropts.Decrypt = engine.Decryptor(keys)
-	ropts.Remote = remote
-	objects, err := engine.RenderDir(ctx, &s, o.repo, ropts)
-	return objects, vars, maskRenderError(ropts, err)
+	objects, err := render.Render(opts)
+	return objects, nil, err
 }
 
 // maskLikeDesired hides, in the live object, the old form of every string

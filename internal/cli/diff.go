@@ -57,8 +57,13 @@ objects that would be pruned (none when the Sync has prune: false).
   --path      diff a local checkout of the Sync's repository instead of
               git, uncommitted work included: the Sync's paths in it are
               rendered as the agent would render them once committed.
-The kubeconfig's user must be able to read the Sync and its git Secret and
-to patch the objects (only as a dry-run).
+Charts from HTTP Helm repositories and OCI registries, and the remote
+Kustomize bases of a Sync with spec.kustomize.allowRemote, are fetched as
+the agent fetches them; charts are kept in driftless/charts of the user's
+cache directory (~/.cache on Linux, $XDG_CACHE_HOME when set).
+The kubeconfig's user must be able to read the Sync and its git Secret
+(and a HelmChart's spec.chart.secretRef) and to patch the objects (only as
+a dry-run).
 
 Offline (--repo URL|DIR --from REF --to REF), diff needs no cluster: it
 renders two revisions of a repository and prints the objects added, removed

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/driftless/driftless/internal/engine"
 	"github.com/driftless/driftless/internal/inventory"
 	"github.com/driftless/driftless/internal/plan"
-	"github.com/driftless/driftless/internal/redact"
 	"github.com/driftless/driftless/internal/render"
 	"github.com/driftless/driftless/internal/source"
 )
@@ -29,68 +27,38 @@ import (
 // dry-runs the apply and prune. Warnings, such as unreadable inventory
 // entries, go to warn.
 func clusterDiff(ctx context.Context, o *diffOptions, warn io.Writer) (*diffReport, error) {
-	key, err := parseSyncKey(o.sync)
+	cs, err := prepareClusterSync(ctx, o.cluster, o.sync, o.budgets, syncSource{fromGit: len(o.paths) == 0, remote: true})
 	if err != nil {
 		return nil, err
 	}
-	c, ropts, err := o.cluster.renderOptions(o.budgets)
-	if err != nil {
-		return nil, err
-	}
-	var s v1alpha1.Sync
-	if err := c.Get(ctx, key, &s); err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("no Sync %s in the cluster: list the Syncs with kubectl get syncs -A", key)
-		case meta.IsNoMatchError(err):
-			return nil, fmt.Errorf("the cluster serves no Sync API: is driftless installed? (%w)", err)
-		}
-		return nil, fmt.Errorf("read Sync %s: %w", key, err)
-	}
-
+	defer cs.cleanup()
+	s, key := cs.sync, client.ObjectKeyFromObject(cs.sync)
 	if s.Spec.Suspend {
 		fmt.Fprintf(warn, "Warning: Sync %s is suspended: the agent changes nothing until spec.suspend is false\n", key)
 	}
-	// The Sync, its Inventory, variables and keys are in this cluster;
-	// a Sync with spec.kubeConfig applies to another, which the diff
-	// compares with, rendered with that cluster's kinds and version.
-	target := client.Client(c)
-	if s.Spec.KubeConfig != nil {
-		if target, ropts, err = remoteTarget(ctx, c, &s, ropts); err != nil {
-			return nil, err
-		}
-	}
-	if ropts.Variables, err = engine.Variables(ctx, c, &s); err != nil {
-		return nil, fmt.Errorf("variables of Sync %s: %w", key, err)
-	}
-	keys, err := engine.DecryptionKeys(ctx, c, &s, client.ObjectKey{})
-	if err != nil {
-		return nil, fmt.Errorf("decryption keys of Sync %s: %w", key, err)
-	}
-	ropts.Decrypt = engine.Decryptor(keys)
 	var objects []render.Object
 	var to string
 	if len(o.paths) > 0 {
-		objects, to, err = renderLocalDir(&s, o.paths[0], ropts)
+		objects, to, err = renderLocalDir(s, o.paths[0], cs.Options)
 	} else {
-		objects, to, err = renderSyncRevision(ctx, c, &s, o.revision, ropts)
+		objects, to, err = renderSyncRevision(ctx, cs, o.revision)
 	}
 	if err != nil {
-		return nil, maskRenderError(ropts, err)
+		return nil, cs.Mask(err)
 	}
 
-	previous, unreadable, err := inventory.Read(ctx, c, &s)
+	previous, unreadable, err := inventory.Read(ctx, cs.client, s)
 	if err != nil {
 		return nil, err
 	}
 	if unreadable != nil {
 		fmt.Fprintf(warn, "Warning: Sync %s: %v; they are left out of the diff\n", key, unreadable)
 	}
-	secrets, err := engine.Redactor(ropts.Variables, objects)
+	secrets, err := engine.Redactor(cs.Variables, objects)
 	if err != nil {
 		return nil, err
 	}
-	res := engine.Run(ctx, target, engine.Input{Sync: &s, Objects: objects, Inventory: previous, DryRun: true})
+	res := engine.Run(ctx, cs.target, engine.Input{Sync: s, Objects: objects, Inventory: previous, DryRun: true})
 	if res.Err != nil {
 		return nil, fmt.Errorf("the agent would refuse to sync %s (%s): %w", to, res.Reason, secrets.Error(res.Err))
 	}
@@ -155,46 +123,27 @@ func parseSyncKey(s string) (client.ObjectKey, error) {
 }
 
 // renderOptions are the options the agent would render a Sync with in
-// the cluster of the flags: its kinds' scopes, its .Capabilities for
-// charts, and its ConfigMaps and Secrets for their valuesFrom (read
-// through a SecretRecorder: see maskRenderError).
+// the cluster of the flags: its kinds' scopes and its .Capabilities for
+// charts (engine.Prepare adds the Sync's own).
 func (f clusterFlags) renderOptions(budgets render.Budgets) (client.Client, engine.RenderOptions, error) {
 	cl, err := f.connect()
 	if err != nil {
 		return nil, engine.RenderOptions{}, err
 	}
-	opts := engine.RenderOptions{Scope: engine.MapperScope{Mapper: cl.mapper}, Budgets: budgets,
-		Reader: &engine.SecretRecorder{Reader: cl.client}}
+	opts := engine.RenderOptions{Scope: engine.MapperScope{Mapper: cl.mapper}, Budgets: budgets}
 	if opts.KubeVersion, opts.APIVersions, err = engine.Capabilities(cl.discovery); err != nil {
 		return nil, engine.RenderOptions{}, fmt.Errorf("connect to the API server %s: %w", cl.host, err)
 	}
 	return cl.client, opts, nil
 }
 
-// maskRenderError masks, in a render error, the values of the Secrets
-// the render read (a chart's fail may quote a valuesFrom value) and of
-// the Sync's Secret variables, as the agent masks a sync's errors: what
-// build and diff print ends up in CI logs.
-func maskRenderError(opts engine.RenderOptions, err error) error {
-	if err == nil {
-		return nil
-	}
-	err = engine.VariablesRedactor(opts.Variables).Error(err)
-	if r, ok := opts.Reader.(*engine.SecretRecorder); ok {
-		err = redact.New(r.Values()...).Error(err)
-	}
-	return err
-}
-
 // renderSyncRevision renders, as the agent does, the revision the Sync
 // follows, or revision when given (a full SHA, or a branch or tag of the
 // Sync's repository). It returns the objects and the short revision.
-func renderSyncRevision(ctx context.Context, c client.Reader, s *v1alpha1.Sync, revision string, opts engine.RenderOptions) ([]render.Object, string, error) {
-	req, err := engine.SourceRequest(ctx, c, s)
-	if err != nil {
-		return nil, "", err
-	}
+func renderSyncRevision(ctx context.Context, cs *clusterSync, revision string) ([]render.Object, string, error) {
+	req := cs.Request
 	var rev string
+	var err error
 	if revision == "" {
 		rev, err = source.Resolve(ctx, req)
 	} else {
@@ -208,7 +157,7 @@ func renderSyncRevision(ctx context.Context, c client.Reader, s *v1alpha1.Sync, 
 		return nil, "", err
 	}
 	defer source.RemoveTree(tmp)
-	objects, _, err := engine.Render(ctx, s, req, rev, filepath.Join(tmp, "checkout"), opts)
+	objects, _, err := engine.Render(ctx, cs.sync, req, rev, filepath.Join(tmp, "checkout"), cs.Options)
 	if err != nil {
 		return nil, "", err
 	}

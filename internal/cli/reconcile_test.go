@@ -20,14 +20,7 @@ func TestReconcileWaitAppliesANewCommitNowAndPrintsTheOutcome(t *testing.T) {
 	ns := env.Namespace(t)
 	repo := testenv.NewGitServer(t).NewRepo(t, "fleet")
 	first := repo.Commit(t, "initial", map[string]string{"workloads/config.yaml": configMapIn(ns, "web-config", "v1")})
-	a := startAgent(t,
-		"--kubeconfig", env.ControlPlane.KubeconfigPath(),
-		"--namespace", ns,
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
-		"--leader-elect=false",
-		"--cache-dir", t.TempDir(),
-	)
+	a := startAgentIn(t, ns)
 	key := diffCreateSync(t, cl, ns, repo.FileURL()) // interval: 1h
 	a.Eventually("the Sync is Ready at the first commit", syncAppliedAt(key, first))
 	kubeconfig := env.ControlPlane.KubeconfigPath()

@@ -14,7 +14,6 @@ import (
 
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/engine"
-	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/source"
 )
 
@@ -350,13 +349,28 @@ func (r *SyncReconciler) sourceHosts(s *v1alpha1.Sync) source.Hosts {
 	return r.Identities.Tenancy.SourceHosts
 }
 
-// decryptionKeys returns the keys of s (engine.DecryptionKeys), which
-// send requests only to the key services on hosts s may fetch from
-// (sourceHosts): a tenant's key material names no address of the agent's.
-func (r *SyncReconciler) decryptionKeys(ctx context.Context, reader engine.Reader, s *v1alpha1.Sync) (*secrets.Keys, error) {
-	keys, err := engine.DecryptionKeys(ctx, reader, s, r.DefaultAgeKey)
-	keys.LimitAddresses(r.sourceHosts(s).CheckURL)
-	return keys, err
+// renderIdentity is what the agent reads and fetches for s with (see
+// engine.Prepare): reader, the render options of tgt's cluster, the
+// agent's default key, chart cache and mirror, and the hosts and file://
+// repositories s may reach — its keys send requests only to the key
+// services on hosts s may fetch from, so a tenant's key material names
+// no address of the agent's.
+func (r *SyncReconciler) renderIdentity(s *v1alpha1.Sync, reader engine.Reader, tgt target) engine.Identity {
+	return engine.Identity{
+		Reader:      reader,
+		Options:     r.renderScope(tgt),
+		DefaultKey:  r.DefaultAgeKey,
+		Charts:      r.RenderOptions.ChartCache,
+		Mirror:      r.Mirror(),
+		FileURLs:    r.mayReadFiles(s),
+		SourceHosts: r.sourceHosts(s),
+	}
+}
+
+// renderDigest tells apart the renders of p for different variables,
+// keys and clusters in the render cache.
+func renderDigest(p *engine.Prepared, tgt target) string {
+	return engine.VariablesDigest(p.Variables) + p.Keys.Digest() + tgt.digest()
 }
 
 // mayReadFiles reports whether s may read file:// repositories, as its

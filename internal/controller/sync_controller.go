@@ -32,7 +32,6 @@ import (
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/redact"
 	"github.com/driftless/driftless/internal/render"
-	"github.com/driftless/driftless/internal/secrets"
 	"github.com/driftless/driftless/internal/source"
 )
 
@@ -369,291 +368,6 @@ func (r *SyncReconciler) writeCompared(ctx context.Context, s *v1alpha1.Sync, o 
 	})
 }
 
-// sync runs the pipeline — dependencies → fetch → render → engine.Run
-// (validate → plan → apply → prune) — and records what it wrote in the
-// Store, holding the Sync's gate while it writes so that drift checks
-// never act on an older render. Each step that fails sets its reason and
-// stops; nothing is pruned unless fetch, render and apply succeeded.
-func (r *SyncReconciler) sync(ctx context.Context, s *v1alpha1.Sync, id identity, finalizer *finalizerPatch) outcome {
-	o := outcome{started: time.Now()}
-	// secrets are the Secret-derived values known so far (the Sync's
-	// variables, then its render's): every error is masked with them,
-	// since the API server echoes invalid values.
-	var secrets *redact.Set
-	// What the Sync names is read as the Sync (readerOf). Every Secret
-	// the render reads is remembered, so that an error quoting one of its
-	// values (a chart's fail with a valuesFrom value) is masked too; the
-	// source's Secrets are not (known_hosts names hosts every fetch error
-	// names, and fetch errors never quote a credential).
-	reader := readerOf(r.Identities, r.Reader, s, id)
-	rendered := &engine.SecretRecorder{Reader: reader}
-	var tgt target
-	fail := func(reason string, err error) outcome {
-		if deniedRead(err) {
-			// The Sync's ServiceAccount may not read what it names.
-			reason = v1alpha1.ReasonAccessDenied
-		}
-		if tgt.remote != nil {
-			o.retry = tgt.remote.failed(reason == v1alpha1.ReasonClusterUnreachable)
-		}
-		o.reason, o.err = reason, redact.New(rendered.Values()...).Error(secrets.Error(err))
-		o.duration = time.Since(o.started)
-		return o
-	}
-
-	if reason, err := r.checkDependencies(ctx, s); err != nil {
-		return fail(reason, err)
-	}
-	// The cluster the objects live in: the agent's, or spec.kubeConfig's,
-	// which must answer before anything of the sync is asked of it.
-	t, reason, err := r.targetOf(ctx, s, id, reader)
-	tgt = t
-	if tgt.remote != nil {
-		o.cluster = tgt.remote.server
-	}
-	if err != nil {
-		return fail(reason, err)
-	}
-	req, err := engine.SourceRequest(ctx, reader, s)
-	if err != nil {
-		return fail(engine.FetchReason(err), err)
-	}
-	o.revision, err = r.resolve(ctx, s, req)
-	if err != nil {
-		return fail(v1alpha1.ReasonFetchFailed, err)
-	}
-	if o.revision, o.hold, err = r.heldRevision(ctx, s, req, o.revision); err != nil {
-		return fail(holdFailure(err), err)
-	}
-	if o.hold == nil {
-		o.movedBack = movedBack(s, o.revision)
-	}
-	// Read every sync: a changed ConfigMap or Secret re-renders.
-	vars, err := engine.Variables(ctx, reader, s)
-	if err != nil {
-		return fail(variablesFailure(err), err)
-	}
-	secrets = engine.VariablesRedactor(vars)
-	keys, err := r.decryptionKeys(ctx, reader, s)
-	if err != nil {
-		return fail(keysFailure(err), err)
-	}
-	digest := engine.VariablesDigest(vars) + keys.Digest() + tgt.digest()
-	key := client.ObjectKeyFromObject(s)
-	// Objects a drift check saw changed and could not act on are
-	// compared, whatever the sync would otherwise skip.
-	marked := r.Store.ToCheck(key)
-	if len(marked) == 0 && !r.mustCompare(s) && r.watchedAndCurrent(s, o.revision, digest) {
-		// Nothing new in git, and the watches report every change in
-		// the cluster: no request per object.
-		o.duration = time.Since(o.started)
-		return o
-	}
-	// With selfHeal off, a revision and spec already applied are only
-	// compared: drift is reported, not reverted.
-	o.dryRun = r.DryRun || s.DryRun() ||
-		(!s.SelfHealEnabled() && o.revision == s.Status.LastAppliedRevision && s.Generation == appliedGeneration(&s.Status))
-	if r.Revisions != nil && !o.dryRun && o.revision != s.Status.LastAppliedRevision {
-		r.Revisions.Syncing(s, o.revision)
-	}
-	objects, reason, err := r.desiredObjects(ctx, s, req, o.revision, vars, keys, rendered, tgt)
-	o.commit = r.commitOf(req, o.revision)
-	if err != nil {
-		return fail(reason, err)
-	}
-	masked, err := engine.Redactor(vars, objects)
-	if err != nil {
-		return fail(v1alpha1.ReasonBuildFailed, err)
-	}
-	secrets = masked
-	previous, unreadable, err := r.inventoryOf(ctx, s)
-	if err != nil {
-		return fail(v1alpha1.ReasonApplyFailed, err)
-	}
-	if unreadable != nil {
-		log.FromContext(ctx).Error(unreadable, "ignoring unreadable inventory entries")
-	}
-
-	// The gate is held from the first request to the last (validation
-	// included, so that the objects compared are the objects written),
-	// except while waiting for health.
-	w := r.Store.BeginWrite(key, s.UID)
-	w.SetSecrets(secrets)
-	released := false
-	defer func() {
-		if !released {
-			w.Release()
-		}
-	}()
-	// The render by ID, as the Store holds it (desiredObjects cached it):
-	// each object's JSON, which the plan, the drift record and the
-	// digests share.
-	byID := w.Rendered()
-	in := engine.Input{Sync: s, Objects: objects, Inventory: previous, DryRun: o.dryRun, Concurrency: r.applyConcurrency()}
-	total := len(objects)
-	ahead := kindsAhead(objects, previous)
-	objects = nil
-	same := sameAsApplied(w, byID)
-	storedEntries, _ := r.Store.Inventory(key, s.UID)
-	var checked verified
-	// watching is closed once the watches started ahead have listed.
-	var watching <-chan struct{}
-	fromDigests := false
-	if !o.dryRun {
-		in.Known, fromDigests = r.known(ctx, s, same, marked, byID, o.started)
-		// An object whose render is what was applied and that differs
-		// in the cluster is a drift this sync puts back: keep what it
-		// was, to say so.
-		in.Keep = same
-		in.Written = func(obj *metav1.PartialObjectMetadata) {
-			r.Store.Writes().Wrote(obj.UID, obj.ResourceVersion)
-			checked.wrote(obj)
-		}
-		in.Found = checked.found
-		in.BeforeWrite = func(ctx context.Context) error {
-			if err := finalizer.wait(ctx, s); err != nil {
-				return err
-			}
-			// The drift watches of the kinds this sync may write start
-			// while it writes, not after: a new kind's first list is
-			// off the first sync's path. A watch that lists before an
-			// object is written sees the write as its event, which the
-			// drift check recognises as the agent's own (Writes, the
-			// gate) as it does every write of a watched kind.
-			watching = watchAhead(ctx, r.watchesOf(s), key, ahead, o.started)
-			return nil
-		}
-		in.Record = func(ctx context.Context, entries []plan.Entry) error { return r.recordInventory(ctx, s, entries) }
-	}
-	o.compared = in.Known == nil
-	in.Wait = apply.WaitOptions{
-		Last: s.Spec.Wait,
-		Progress: func(p apply.WaveProgress) {
-			o.progressed = true
-			r.writeProgress(ctx, s, progressOf(o.revision, p, total), len(p.Wave.Steps))
-		},
-		Around: func(ctx context.Context, wave apply.Wave, wait func(context.Context) error) error {
-			// What this wave wrote is what drift reverts to from now on;
-			// drift checks run while the sync waits.
-			w.Record(wave.Changes, byID)
-			return w.Pause(func() error {
-				if o.hold != nil {
-					return wait(ctx) // a new commit does not supersede a hold
-				}
-				return untilSuperseded(ctx, r.Mirror(), req, o.revision, wait)
-			})
-		},
-	}
-	if err := finalizer.failed(); err != nil {
-		return fail(v1alpha1.ReasonApplyFailed, err) // not worth validating: nothing may be written
-	}
-	res := engine.Run(ctx, tgt.id.client, in)
-	if watching != nil {
-		<-watching // the Ensure below says what did not start
-	}
-	res.Reason, res.Err = tgt.unreachable(res.Reason, res.Err)
-	o.changes, o.inventory = res.Changes, res.Inventory
-	if !o.dryRun {
-		o.reverted = revertedDrift(res.Changes, byID, secrets)
-	}
-	r.Store.Checked(key, comparedMarks(marked, res.Changes, o.dryRun)...)
-	switch {
-	case res.Err == nil:
-		// A dry run's render is what drift is reported against.
-		w.Replace(byID)
-	case !o.dryRun:
-		w.Record(res.Changes, byID)
-		w.Forget(uncertain(res)...)
-	}
-	if !o.dryRun {
-		r.settleEchoes(ctx, s, key, w)
-	}
-	w.Release()
-	released = true
-	if watches := r.watchesOf(s); watches != nil {
-		// Watch every kind the Sync may now have objects of: after a
-		// failure too, for what it did write. A dry run watches the
-		// objects applied before, so that drift is reported at once
-		// against its render.
-		watched := o.inventory
-		if o.dryRun || watched == nil {
-			watched = previous
-		}
-		// Cancelled with the agent, not bounded by the sync's timeout
-		// (which a failed health wait has used up): Ensure bounds each
-		// kind's start itself, and does not wait again for a kind
-		// refused before until its back-off has passed. Kinds the Sync
-		// no longer holds, and no other Sync does, stop being watched.
-		if err := watches.Ensure(ctx, key, kindsOf(watched), o.started); err != nil {
-			log.FromContext(ctx).Error(err, "cannot watch managed objects; drift is corrected at the interval")
-		}
-		o.unwatched = watches.NotWatched(kindsOf(watched))
-	}
-	if tgt.remote != nil && r.Watches != nil {
-		// What it held here, when it applied here, is let go.
-		r.Watches.Release(key)
-	}
-	if o.inventory == nil && len(s.Status.Inventory) > 0 {
-		// An earlier agent listed the inventory in the status: move it
-		// to the Inventory (writeStatus then clears the status's copy).
-		o.inventory = previous
-	}
-	if o.inventory != nil {
-		digests := r.Store.Digests(key, s.UID)
-		// The entries as the Inventory now lists them: a write-ahead
-		// record of this sync may have listed o.inventory already.
-		written, _ := r.Store.Inventory(key, s.UID)
-		if !o.dryRun && (recordsDigests(o.compared, storedEntries, o.inventory) || !sameEntries(written, o.inventory)) {
-			// What this sync verified is recorded with a comparison of
-			// every object, or with entries written anyway; otherwise it
-			// waits (a restart compares those objects again), so that a
-			// commit, a revert or a small Sync's first sync (whose
-			// write-ahead record listed its entries) does not rewrite the
-			// Inventory.
-			digests = nextDigests(ctx, o.inventory, digests, checked.get(), byID, r.metadataOf(s))
-		}
-		// The Inventory first, then the status that points at it.
-		if err := r.saveInventory(ctx, s, o.inventory, digests); err != nil {
-			// What the Inventory lists (with the write-ahead record, all
-			// that may have been written) stays until the next sync.
-			o.inventory = nil
-			if res.Err == nil {
-				return fail(v1alpha1.ReasonApplyFailed, err)
-			}
-		}
-	}
-	if res.Err != nil {
-		if errors.Is(res.Err, errSuperseded) {
-			return fail(v1alpha1.ReasonProgressing, res.Err)
-		}
-		return fail(res.Reason, res.Err)
-	}
-	if o.compared && !o.dryRun {
-		// Every object was read, compared and, where it differed, put back.
-		r.Store.SetLastFull(key, o.started)
-	}
-	if fromDigests {
-		// Every object was compared, or shown unchanged since a
-		// verification by its digests: the next full comparison is due
-		// a FullResync after the last one recorded.
-		r.Store.SetLastFull(key, s.Status.LastComparedAt.Time)
-	}
-	if o.dryRun {
-		// Drift is only reported now: the first sync that writes again
-		// compares every object.
-		r.Store.SetCompareAll(key)
-	}
-	if tgt.remote != nil {
-		tgt.remote.failed(false)
-	}
-	o.lastCompared, _ = r.Store.LastFull(key)
-	if o.compared {
-		o.lastCompared = o.started // a dry run compared every object too
-	}
-	o.duration = time.Since(o.started)
-	return o
-}
-
 // mustCompare reports whether the next sync of s compares every object
 // with the cluster, as the first sync after a start does, whatever the
 // watches say: a sync was requested (driftless reconcile), or the Sync was
@@ -733,27 +447,6 @@ func uncertain(res engine.Result) []plan.ID {
 		}
 	}
 	return ids
-}
-
-// variablesFailure is the Ready reason of a failure to read the Sync's
-// variables: FetchFailed (retried soon) when the API server could not
-// answer, BuildFailed when a ConfigMap or Secret is missing or holds a key
-// that is not a variable name.
-func variablesFailure(err error) string {
-	if errors.Is(err, engine.ErrVariablesUnreadable) {
-		return v1alpha1.ReasonFetchFailed
-	}
-	return v1alpha1.ReasonBuildFailed
-}
-
-// keysFailure is the Ready reason of a failure to read the Sync's key
-// Secret: FetchFailed (retried soon) when the API server could not
-// answer, BuildFailed when the Secret is missing or holds no decryption key.
-func keysFailure(err error) string {
-	if errors.Is(err, engine.ErrKeysUnreadable) {
-		return v1alpha1.ReasonFetchFailed
-	}
-	return v1alpha1.ReasonBuildFailed
 }
 
 // appliedGeneration is the generation last applied: lastAppliedGeneration,
@@ -929,9 +622,10 @@ func watchAhead(ctx context.Context, w watcher, key client.ObjectKey, kinds []sc
 // since the last render: the same revision, or for a render of plain
 // manifests a new revision that left the Sync's paths as they were (a
 // commit to another app of the repository).
-func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, req source.Request, revision string, vars map[string]render.Variable, keys *secrets.Keys, reader engine.Reader, tgt target) ([]render.Object, string, error) {
+func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, p *engine.Prepared, revision string, tgt target) ([]render.Object, string, error) {
 	key := client.ObjectKeyFromObject(s)
-	made := RenderKey{UID: s.UID, Revision: revision, Generation: s.Generation, Variables: engine.VariablesDigest(vars) + keys.Digest() + tgt.digest()}
+	req := p.Request
+	made := RenderKey{UID: s.UID, Revision: revision, Generation: s.Generation, Variables: renderDigest(p, tgt)}
 	if objects, ok := r.Store.Rendered(key, made); ok {
 		return objects, "", nil
 	}
@@ -946,9 +640,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 		r.Store.SetRendered(key, made, objects)
 		return objects, "", nil
 	}
-	opts := r.renderScope(tgt)
-	opts.Variables = vars
-	opts.Reader = reader // valuesFrom and chart secretRefs, as the Sync
+	opts := p.Options // valuesFrom and chart secretRefs read as the Sync
 	if dc, cache := r.discoveryOf(tgt); dc != nil {
 		var err error
 		if opts.KubeVersion, opts.APIVersions, err = cache.get(dc, r.now()); err != nil {
@@ -961,12 +653,7 @@ func (r *SyncReconciler) desiredObjects(ctx context.Context, s *v1alpha1.Sync, r
 		return nil, engine.FetchReason(err), err
 	}
 	defer tree.Release()
-	opts.Decrypt = engine.Decryptor(keys)
 	opts.Cache = r.Store.GeneratorCache(key)
-	opts.SourceHosts = r.sourceHosts(s)
-	if s.Spec.Kustomize != nil && s.Spec.Kustomize.AllowRemote {
-		opts.Remote = &engine.RemoteBases{Mirror: r.Mirror(), Source: req, FileURLs: r.mayReadFiles(s), Hosts: opts.SourceHosts}
-	}
 	built, reused := opts.Cache.Builds()
 	defer func() {
 		b, r := opts.Cache.Builds()
