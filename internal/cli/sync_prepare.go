@@ -93,7 +93,7 @@ func prepareClusterSync(ctx context.Context, flags clusterFlags, name string, bu
 	}
 	if err != nil {
 		cs.cleanup()
-		return nil, fmt.Errorf("Sync %s: %w", key, err)
+		return nil, fmt.Errorf("prepare the render of Sync %s: %w", key, err)
 	}
 	return cs, nil
 }
