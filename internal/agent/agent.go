@@ -102,12 +102,55 @@ func New(o Options) (_ *Agent, err error) {
 // The CRDs must be installed (Install): the manager's cache asks the API
 // server about their kinds.
 func (a *Agent) Setup() error {
+	mgr, err := a.newManager()
+	if err != nil {
+		return fmt.Errorf("create controller manager: %w", err)
+	}
+	a.mgr = mgr
+	var wake chan controller.WakeUp
+	if a.opts.WebhookAddr != "" || a.checked.shard != nil {
+		// A sharded agent is also woken by the pushes another shard's
+		// receiver took (receiver.Relay).
+		wake = make(chan controller.WakeUp)
+	}
+	if err := a.setupControllers(wake); err != nil {
+		return err
+	}
+	relay, err := a.setupRelay(wake)
+	if err != nil {
+		return err
+	}
+	if err := a.setupReceiver(wake, relay); err != nil {
+		return err
+	}
+	if a.opts.UIAddr != "" {
+		d, err := a.newDashboard()
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(d); err != nil {
+			return err
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return nil
+}
+
+// newManager creates the agent's controller manager: metrics, probes,
+// leader election (one lease per shard) and a cache of what the agent's
+// shard manages.
+func (a *Agent) newManager() (ctrl.Manager, error) {
 	o, checked := a.opts, a.checked
 	// A process runs one agent, so the controller's name is unique
 	// without the global check, which would refuse a second agent started
 	// in the same process (as tests do).
 	skipNameValidation := true
-	mgr, err := ctrl.NewManager(a.cfg, ctrl.Options{
+	return ctrl.NewManager(a.cfg, ctrl.Options{
 		Scheme:                        a.direct.Scheme(),
 		Controller:                    config.Controller{SkipNameValidation: &skipNameValidation},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -124,17 +167,15 @@ func (a *Agent) Setup() error {
 		// unmanaged is cached.
 		Cache: imagecontroller.CacheOptions(controller.ShardCacheOptions(checked.shard), checked.shard.SyncSelector()),
 	})
-	if err != nil {
-		return fmt.Errorf("create controller manager: %w", err)
-	}
-	a.mgr = mgr
-	var wake chan controller.WakeUp
-	if o.WebhookAddr != "" || checked.shard != nil {
-		// A sharded agent is also woken by the pushes another shard's
-		// receiver took (receiver.Relay).
-		wake = make(chan controller.WakeUp)
-	}
-	a.syncs, err = controller.Setup(mgr, controller.Options{
+}
+
+// setupControllers sets up the Sync and drift controllers (woken by
+// wake, when not nil) and the image controllers, which share the Sync
+// controller's git mirror, readers and notifications.
+func (a *Agent) setupControllers(wake chan controller.WakeUp) error {
+	o, checked := a.opts, a.checked
+	var err error
+	a.syncs, err = controller.Setup(a.mgr, controller.Options{
 		Shard:            checked.shard,
 		CacheDir:         o.CacheDir,
 		CacheMaxSize:     checked.cacheMaxSize,
@@ -165,65 +206,61 @@ func (a *Agent) Setup() error {
 	imageOpts.ReaderOf = a.syncs.ReaderOf
 	imageOpts.Notify = a.syncs.Notify
 	imageOpts.AgentNamespace = o.Namespace
-	if err := imagecontroller.Setup(mgr, imageOpts); err != nil {
+	return imagecontroller.Setup(a.mgr, imageOpts)
+}
+
+// setupRelay adds, for a sharded agent, the relay that passes the pushes
+// its receiver takes to the other shards' agents and wakes its own Syncs
+// (wake) with theirs; nil for an agent that is not sharded.
+func (a *Agent) setupRelay(wake chan controller.WakeUp) (*receiver.Relay, error) {
+	if a.checked.shard == nil {
+		return nil, nil
+	}
+	mgr := a.mgr
+	watcher, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	relay, err := receiver.NewRelay(receiver.RelayOptions{
+		Client:    watcher,
+		Namespace: a.opts.Namespace,
+		Shard:     a.checked.shard.Name,
+		Syncs:     mgr.GetClient(),
+		Wake:      wake,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(relay); err != nil {
+		return nil, err
+	}
+	return relay, nil
+}
+
+// setupReceiver adds the webhook receiver when Options.WebhookAddr asks
+// for it: it wakes Syncs through wake and, when not nil, passes pushes on
+// to the other shards through relay.
+func (a *Agent) setupReceiver(wake chan controller.WakeUp, relay *receiver.Relay) error {
+	o, mgr := a.opts, a.mgr
+	if o.WebhookAddr == "" {
+		return nil
+	}
+	hooks, err := receiver.New(receiver.Options{
+		Addr:           o.WebhookAddr,
+		Secret:         types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookSecret},
+		Syncs:          mgr.GetClient(),
+		Secrets:        mgr.GetAPIReader(),
+		Wake:           wake,
+		Elected:        mgr.Elected(),
+		Recorder:       mgr.GetEventRecorder("driftless-webhook-receiver"),
+		Limits:         receiver.DefaultLimits(),
+		TrustedProxies: a.checked.trustedProxies,
+		Relay:          relay,
+	})
+	if err != nil {
 		return err
 	}
-	var relay *receiver.Relay
-	if checked.shard != nil {
-		watcher, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-		if err != nil {
-			return err
-		}
-		relay, err = receiver.NewRelay(receiver.RelayOptions{
-			Client:    watcher,
-			Namespace: o.Namespace,
-			Shard:     checked.shard.Name,
-			Syncs:     mgr.GetClient(),
-			Wake:      wake,
-		})
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(relay); err != nil {
-			return err
-		}
-	}
-	if o.WebhookAddr != "" {
-		hooks, err := receiver.New(receiver.Options{
-			Addr:           o.WebhookAddr,
-			Secret:         types.NamespacedName{Namespace: o.Namespace, Name: o.WebhookSecret},
-			Syncs:          mgr.GetClient(),
-			Secrets:        mgr.GetAPIReader(),
-			Wake:           wake,
-			Elected:        mgr.Elected(),
-			Recorder:       mgr.GetEventRecorder("driftless-webhook-receiver"),
-			Limits:         receiver.DefaultLimits(),
-			TrustedProxies: checked.trustedProxies,
-			Relay:          relay,
-		})
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(hooks); err != nil {
-			return err
-		}
-	}
-	if o.UIAddr != "" {
-		d, err := a.newDashboard()
-		if err != nil {
-			return err
-		}
-		if err := mgr.Add(d); err != nil {
-			return err
-		}
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	return nil
+	return mgr.Add(hooks)
 }
 
 // Run installs (Install), assembles (Setup) and serves (Serve) until ctx

@@ -28,6 +28,7 @@ import (
 	"github.com/driftless/driftless/internal/drift"
 	"github.com/driftless/driftless/internal/plan"
 	"github.com/driftless/driftless/internal/redact"
+	"github.com/driftless/driftless/internal/render"
 )
 
 // syncBusyRetry is how soon a drift check that found a sync of its Sync
@@ -92,9 +93,12 @@ func (r *DriftReconciler) now() time.Time {
 	return time.Now()
 }
 
-// Reconcile checks the object of req. It never costs a full sync.
+// Reconcile checks the object of req. It never costs a full sync. It
+// reads as load (the Sync, whether its object is to be checked now),
+// decide (revert, report, or pause a fight), act (apply the object as
+// git has it, or dry-run it) and record (incident, events, history).
 func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx).WithValues("sync", req.Sync, "object", req.ID().String())
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("sync", req.Sync, "object", req.ID().String()))
 	var s v1alpha1.Sync
 	if err := r.Client.Get(ctx, req.Sync, &s); err != nil {
 		// A Sync that is gone is forgotten by the Sync reconciler
@@ -104,24 +108,62 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 	if !s.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	id, idErr, checkNow, err := r.admit(ctx, &s, req)
+	if !checkNow {
+		return ctrl.Result{}, err
+	}
+	check, ok := r.Store.BeginCheck(req.Sync)
+	if !ok {
+		// A sync of this Sync is writing: it may change or prune this
+		// very object. Look again once it is done, against what it wrote;
+		// the sync itself compares it too.
+		r.Store.MarkToCheck(req.Sync, req.ID())
+		return ctrl.Result{RequeueAfter: syncBusyRetry}, nil
+	}
+	release := sync.OnceFunc(check.Release)
+	defer release()
+	c, ok := r.decide(&s, req, check)
+	if !ok {
+		return ctrl.Result{}, nil
+	}
+	if idErr != nil {
+		return ctrl.Result{}, nil // the Sync is stalled and says why
+	}
+	change, secrets, err := r.revert(ctx, c, id.client, check, release)
+	if err != nil {
+		return r.failed(ctx, c, err)
+	}
+	if change.Action != apply.Created && change.Action != apply.Configured {
+		// Equal to git: not drift (or opted out). Incidents a failed
+		// write left are written now.
+		return ctrl.Result{}, r.recordIncident(ctx, &s)
+	}
+	return r.record(ctx, c, change, secrets)
+}
+
+// admit says whether the object of req is to be checked now, and as
+// whom (the identity of s, or the error that stalls s). The watch that
+// saw the change is the agent's; the comparison and the revert are the
+// Sync's own, as its identity, in the cluster the Sync applies to. An
+// object not checked now is left to the next sync of s where that sync
+// is to compare it; an error (the incidents a failed write left could not
+// be written) retries the request.
+func (r *DriftReconciler) admit(ctx context.Context, s *v1alpha1.Sync, req drift.Request) (id identity, idErr error, checkNow bool, err error) {
 	syncKey := req.Sync
-	if err := r.flushIncidents(ctx, &s); err != nil {
+	if err := r.flushIncidents(ctx, s); err != nil {
 		// The check cannot go on: the next sync compares the object
 		// whatever it would skip, and the request is retried.
 		r.Store.MarkToCheck(syncKey, req.ID())
-		return ctrl.Result{}, err
+		return identity{}, nil, false, err
 	}
-	// The watch that saw the change is the agent's; the comparison and
-	// the revert are the Sync's own, as its identity, in the cluster the
-	// Sync applies to.
-	live, id, here, idErr := r.driftTarget(&s, req.Cluster)
+	live, id, here, idErr := r.driftTarget(s, req.Cluster)
 	if !here {
 		// Seen in a cluster the Sync does not apply to (any more), or
 		// before its cluster was built here: the next sync compares it.
-		if req.Cluster == clusterKey(&s) {
+		if req.Cluster == clusterKey(s) {
 			r.Store.MarkToCheck(syncKey, req.ID())
 		}
-		return ctrl.Result{}, nil
+		return identity{}, nil, false, nil
 	}
 	if r.ownEcho(ctx, live, req) {
 		// The object is as the agent's own last write left it: nothing
@@ -132,31 +174,45 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		// object a first sync created would be read and dry-run again
 		// by the sync of the next revision.
 		r.Store.Checked(syncKey, req.ID())
-		return ctrl.Result{}, nil
+		return identity{}, nil, false, nil
 	}
 	if s.Spec.Suspend {
 		// Not acted on now, not forgotten: the sync that follows the
 		// resume compares it, and every other object.
 		r.Store.MarkToCheck(syncKey, req.ID())
 		r.Store.SetCompareAll(syncKey)
-		return ctrl.Result{}, nil
+		return identity{}, nil, false, nil
 	}
-	check, ok := r.Store.BeginCheck(syncKey)
-	if !ok {
-		// A sync of this Sync is writing: it may change or prune this
-		// very object. Look again once it is done, against what it wrote;
-		// the sync itself compares it too.
-		r.Store.MarkToCheck(syncKey, req.ID())
-		return ctrl.Result{RequeueAfter: syncBusyRetry}, nil
-	}
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			check.Release()
-		}
-	}
-	defer release()
+	return id, idErr, true, nil
+}
+
+// driftCheck is one drift check of one object, as decide left it for
+// revert, failed and record.
+type driftCheck struct {
+	sync *v1alpha1.Sync
+	req  drift.Request
+	// obj is what the Sync last applied the object as; step applies it
+	// again.
+	obj  render.Object
+	step plan.Step
+	// report is true when a drift is only reported (the agent's or the
+	// Sync's dry run, selfHeal off); decision is the fight policy's when
+	// it is not.
+	report   bool
+	decision drift.Decision
+	// key names the object in History.
+	key  string
+	opts apply.Options
+}
+
+// decide finds what s last applied the object of req as (false when s
+// does not manage it, or no sync of s has run in this process yet) and
+// whether a drift of it is put back now: reported only, paused by a
+// fight (drift.Policy), or reverted. The apply options it leaves dry-run
+// the object unless it is reverted. A drift that is only reported is
+// left to the first sync that writes again.
+func (r *DriftReconciler) decide(s *v1alpha1.Sync, req drift.Request, check *Checker) (*driftCheck, bool) {
+	syncKey := req.Sync
 	obj, ok := check.Desired(s.UID, req.ID())
 	if !ok {
 		if !check.Synced(s.UID) {
@@ -166,47 +222,63 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		}
 		// Not desired (any more), or pruned by the agent itself: the next
 		// sync prunes or ignores it.
-		return ctrl.Result{}, nil
+		return nil, false
 	}
-	step := plan.Step{ID: req.ID(), Rank: plan.RankOf(req.ID()), Version: obj.GVK.Version, Object: obj}
-	report := r.DryRun || s.DryRun() || !s.SelfHealEnabled()
-	if report {
+	c := &driftCheck{sync: s, req: req, obj: obj,
+		step: plan.Step{ID: req.ID(), Rank: plan.RankOf(req.ID()), Version: obj.GVK.Version, Object: obj}}
+	c.report = r.DryRun || s.DryRun() || !s.SelfHealEnabled()
+	if c.report {
 		// Reported, not put back: the first sync that writes again (a
 		// switch to Apply, selfHeal on, a new revision) compares it.
 		r.Store.MarkToCheck(syncKey, req.ID())
 		r.Store.SetCompareAll(syncKey)
 	}
+	c.key = req.Sync.String() + "/" + req.ID().String()
+	c.decision = drift.Decision{Revert: true}
+	if !c.report {
+		c.decision = r.Policy.Decide(r.now(), r.History.Times(c.key, r.now()))
+	}
+	c.opts = apply.DefaultOptions(s.LabelValue())
+	c.opts.DryRun = c.report || !c.decision.Revert
+	return c, true
+}
 
-	key := req.Sync.String() + "/" + req.ID().String()
-	decision := drift.Decision{Revert: true}
-	if !report {
-		decision = r.Policy.Decide(r.now(), r.History.Times(key, r.now()))
-	}
-	opts := apply.DefaultOptions(s.LabelValue())
-	opts.DryRun = report || !decision.Revert
-	if idErr != nil {
-		return ctrl.Result{}, nil // the Sync is stalled and says why
-	}
-	opts.Written = func(obj *metav1.PartialObjectMetadata) { r.Store.Writes().Wrote(obj.UID, obj.ResourceVersion) }
-	change, err := apply.NewManager(id.client, opts).ApplyOne(ctx, step)
+// revert applies the object of c as git has it, as applier (a dry run
+// unless c decided to revert), and ends the check (release) once it has
+// written: what it wrote is the agent's own (Store.Writes). It returns
+// the change and the Secret-derived values of the last render, for
+// masking what is reported; its error is masked already. An object not
+// compared, or not put back, is left to the next sync.
+func (r *DriftReconciler) revert(ctx context.Context, c *driftCheck, applier client.Client, check *Checker, release func()) (apply.Change, *redact.Set, error) {
+	syncKey := c.req.Sync
+	c.opts.Written = func(obj *metav1.PartialObjectMetadata) { r.Store.Writes().Wrote(obj.UID, obj.ResourceVersion) }
+	change, err := apply.NewManager(applier, c.opts).ApplyOne(ctx, c.step)
 	secrets := check.Secrets()
 	release()
-	if err == nil && !opts.DryRun {
-		r.Store.Checked(syncKey, req.ID()) // compared, and put back if it differed
+	if err == nil && !c.opts.DryRun {
+		r.Store.Checked(syncKey, c.req.ID()) // compared, and put back if it differed
 	}
 	if err != nil {
 		// Not compared, or not put back: the next sync compares it.
-		r.Store.MarkToCheck(syncKey, req.ID())
+		r.Store.MarkToCheck(syncKey, c.req.ID())
 	}
 	// The API server may quote the object's values, some of them from a
 	// Secret.
-	err = secrets.Error(err)
+	return change, secrets, secrets.Error(err)
+}
+
+// failed tells of a check whose apply failed: an object another Sync
+// owns is not this Sync's to revert (an event), one the Sync's identity
+// may not write is a drift reported (an incident), and any other error is
+// returned, so that the check is retried.
+func (r *DriftReconciler) failed(ctx context.Context, c *driftCheck, err error) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
 	var conflict *apply.ConflictError
 	if errors.As(err, &conflict) {
 		// Relabelled for another Sync: not this Sync's to revert. Its
 		// next sync reports the conflict.
 		logger.Info("drift check found the object owned by another Sync", "error", err.Error())
-		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonConflict, "Revert", "%s", truncate(err.Error()))
+		r.Recorder.Eventf(c.sync, nil, corev1.EventTypeWarning, v1alpha1.ReasonConflict, "Revert", "%s", truncate(err.Error()))
 		return ctrl.Result{}, nil
 	}
 	var forbidden *ForbiddenError
@@ -214,51 +286,50 @@ func (r *DriftReconciler) Reconcile(ctx context.Context, req drift.Request) (ctr
 		// The Sync's identity may not put it back: say so on the Sync
 		// (Drifted) instead of retrying what only a grant can fix.
 		logger.Info("drift not reverted: permission denied", "error", err.Error())
-		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "Revert", "%s: not reverted: %s", step.ID, truncate(forbidden.Error()))
-		inc := v1alpha1.DriftIncident{Time: metav1.NewTime(r.now()), Object: step.ID.String(), Origin: obj.Origin.Path,
+		r.Recorder.Eventf(c.sync, nil, corev1.EventTypeWarning, v1alpha1.ReasonDriftDetected, "Revert", "%s: not reverted: %s", c.step.ID, truncate(forbidden.Error()))
+		inc := v1alpha1.DriftIncident{Time: metav1.NewTime(r.now()), Object: c.step.ID.String(), Origin: c.obj.Origin.Path,
 			Action: v1alpha1.DriftReported, Message: truncate("not reverted: " + forbidden.Error())}
-		return ctrl.Result{}, r.recordIncident(ctx, &s, inc)
+		return ctrl.Result{}, r.recordIncident(ctx, c.sync, inc)
 	}
-	if err != nil {
-		logger.Error(err, "drift check failed")
-		r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Revert", "%s", truncate(err.Error()))
-		return ctrl.Result{}, err
-	}
-	if change.Action != apply.Created && change.Action != apply.Configured {
-		// Equal to git: not drift (or opted out). Incidents a failed
-		// write left are written now.
-		return ctrl.Result{}, r.recordIncident(ctx, &s)
-	}
+	logger.Error(err, "drift check failed")
+	r.Recorder.Eventf(c.sync, nil, corev1.EventTypeWarning, v1alpha1.ReasonApplyFailed, "Revert", "%s", truncate(err.Error()))
+	return ctrl.Result{}, err
+}
 
+// record tells of a drift the check found (change): which fields differ
+// (masked with secrets), the incident on the Sync's status, the metrics,
+// the revert or the pause in History, and the events. A paused fight
+// looks again when its pause ends.
+func (r *DriftReconciler) record(ctx context.Context, c *driftCheck, change apply.Change, secrets *redact.Set) (ctrl.Result, error) {
 	action := v1alpha1.DriftReverted
 	switch {
-	case report:
+	case c.report:
 		action = v1alpha1.DriftReported
-	case !decision.Revert:
+	case !c.decision.Revert:
 		action = v1alpha1.DriftPaused
 	}
 	var fields []drift.FieldChange
-	if desired, err := obj.Decode(); err == nil {
-		fields = driftFields(desired, change.Applied, change.Live, opts.FieldManager, secrets)
+	if desired, err := c.obj.Decode(); err == nil {
+		fields = driftFields(desired, change.Applied, change.Live, c.opts.FieldManager, secrets)
 	}
-	incident := incidentOf(r.now(), step, obj.Origin.Path, action, change, fields, decision.Reason)
-	observe(req.Sync.String(), action, req.GVK.Kind, fields, r.now())
+	incident := incidentOf(r.now(), c.step, c.obj.Origin.Path, action, change, fields, c.decision.Reason)
+	observe(c.req.Sync.String(), action, c.req.GVK.Kind, fields, r.now())
 	onSync := true
 	switch action {
 	case v1alpha1.DriftReverted:
-		r.History.Record(key, r.now())
+		r.History.Record(c.key, r.now())
 	case v1alpha1.DriftPaused:
 		// One fight is one event on the Sync (and one notification):
 		// an edit during its pause is recorded and told on the object.
-		onSync = r.History.Pause(key, r.now(), r.now().Add(decision.RetryAfter))
+		onSync = r.History.Pause(c.key, r.now(), r.now().Add(c.decision.RetryAfter))
 	}
-	logger.Info("drift", "action", action, "fields", len(fields), "message", incident.Message)
-	r.announce(&s, req, step.ID, change, action, incident.Message, onSync)
-	if err := r.recordIncident(ctx, &s, incident); err != nil {
+	log.FromContext(ctx).Info("drift", "action", action, "fields", len(fields), "message", incident.Message)
+	r.announce(c.sync, c.req, c.step.ID, change, action, incident.Message, onSync)
+	if err := r.recordIncident(ctx, c.sync, incident); err != nil {
 		return ctrl.Result{}, err
 	}
 	if action == v1alpha1.DriftPaused {
-		return ctrl.Result{RequeueAfter: decision.RetryAfter}, nil
+		return ctrl.Result{RequeueAfter: c.decision.RetryAfter}, nil
 	}
 	return ctrl.Result{}, nil
 }

@@ -192,141 +192,202 @@ type Reply struct {
 // webhook Secret, which wakes any Sync, and POST
 // /hooks/<provider>/<namespace>, signed with the Secret TenantSecretName
 // of that namespace, which wakes only that namespace's Syncs. Checks run
-// cheapest first:
-// delivery budgets checked, not spent (429: the sender's, all
-// addresses'), leadership (503), body size (413), signature (401, and a
-// Warning event; 429 past the sender's or all addresses' refused
-// budget), the delivery budgets are spent, replayed delivery (200, ignored), event type
-// (200, ignored unless a push), payload (400), then the wake-up (200 with
-// the Syncs woken, or 503 if the queue could not take them, in which case
-// the delivery is forgotten so that a retry is not taken for a replay).
+// cheapest first, each stage answering and ending the request when it
+// fails: route (404, 405), admit (delivery budgets checked, not spent
+// (429: the sender's, all addresses'), leadership (503), body size
+// (413)), authenticate (signature (401, and a Warning event; 429 past the
+// sender's or all addresses' refused budget), then the delivery budgets
+// are spent), newPush (replayed delivery (200, ignored), event type (200,
+// ignored unless a push)), and wakeFor: payload (400), then the wake-up
+// (200 with the Syncs woken, or 503 if the queue could not take them, in
+// which case the delivery is forgotten so that a retry is not taken for a
+// replay).
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	// The wall clock, not opts.Now: what git answered after it is
-	// compared with it.
-	arrived := time.Now()
-	now := r.opts.Now()
+	h, ok := r.route(w, req)
+	if !ok || !r.admit(w, req, h) || !r.authenticate(w, req, h) || !r.newPush(w, req, h) {
+		return
+	}
+	r.wakeFor(w, req, h)
+}
+
+// hook is one request to a webhook endpoint, as the stages of ServeHTTP
+// learn it.
+type hook struct {
+	// name is the provider's endpoint name (github, gitlab, …), p the
+	// provider.
+	name string
+	p    provider
+	// namespace is the tenant's whose endpoint was called (tenant), ""
+	// for the agent's own endpoint.
+	namespace string
+	tenant    bool
+	// endpoint names the endpoint in logs, events and delivery IDs: name,
+	// or name/namespace.
+	endpoint string
+	// addr is the sender the request is limited and logged by.
+	addr string
+	// arrived is the wall clock when the request arrived, not opts.Now:
+	// what git answered after it is compared with it. now is opts.Now's.
+	arrived, now time.Time
+	body         []byte
+	// delivery is the provider's delivery ID as endpoint/ID, "" when it
+	// sends none.
+	delivery string
+}
+
+// route finds the endpoint of req (404 when there is none, 405 unless
+// POST); false once it has answered.
+func (r *Receiver) route(w http.ResponseWriter, req *http.Request) (*hook, bool) {
+	h := &hook{arrived: time.Now(), now: r.opts.Now()}
 	name, _ := strings.CutPrefix(req.URL.Path, "/hooks/")
-	name, namespace, tenant := strings.Cut(name, "/")
-	p, ok := providers[name]
-	if !ok || tenant && !validNamespace(namespace) {
+	h.name, h.namespace, h.tenant = strings.Cut(name, "/")
+	var ok bool
+	h.p, ok = providers[h.name]
+	if !ok || h.tenant && !validNamespace(h.namespace) {
 		r.answer(w, "unknown", http.StatusNotFound, "not_found", "no such endpoint: use /hooks/"+strings.Join(ProviderNames(), ", /hooks/")+
 			", or /hooks/<provider>/<namespace> with the Secret "+TenantSecretName+" of that namespace")
-		return
+		return nil, false
 	}
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		r.answer(w, name, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
-		return
+		r.answer(w, h.name, http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+		return nil, false
 	}
-	addr := r.sender(req)
-	if !r.limiter.allow(addr, now) {
-		w.Header().Set("Retry-After", "1")
-		r.answer(w, name, http.StatusTooManyRequests, "rate_limited", "too many requests: slow down")
-		return
+	h.endpoint = h.name
+	if h.tenant {
+		h.endpoint = h.name + "/" + h.namespace
+	}
+	return h, true
+}
+
+// admit checks, before any signature, what costs least: the delivery
+// budgets, without spending them (429), leadership (503), and reads the
+// body (413 past Limits.MaxBodyBytes); false once it has answered.
+func (r *Receiver) admit(w http.ResponseWriter, req *http.Request, h *hook) bool {
+	h.addr = r.sender(req)
+	if !r.limiter.allow(h.addr, h.now) {
+		r.slowDown(w, h.name, "too many requests: slow down")
+		return false
 	}
 	if !r.elected() {
-		r.answer(w, name, http.StatusServiceUnavailable, "not_leader", "this agent replica does not lead; the leader serves webhooks")
-		return
+		r.answer(w, h.name, http.StatusServiceUnavailable, "not_leader", "this agent replica does not lead; the leader serves webhooks")
+		return false
 	}
 	body, err := readBody(w, req, r.opts.Limits.MaxBodyBytes)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			r.answer(w, name, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is larger than %d bytes", r.opts.Limits.MaxBodyBytes))
-			return
+			r.answer(w, h.name, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is larger than %d bytes", r.opts.Limits.MaxBodyBytes))
+			return false
 		}
-		r.answer(w, name, http.StatusBadRequest, "bad_request", "could not read the body")
-		return
+		r.answer(w, h.name, http.StatusBadRequest, "bad_request", "could not read the body")
+		return false
 	}
+	h.body = body
+	return true
+}
 
-	endpoint, secrets := name, r.secrets
-	if tenant {
-		endpoint, secrets = name+"/"+namespace, r.tenants.of(namespace, now)
+// authenticate checks the signature of the request with the endpoint's
+// webhook secret (401 and a Warning event on the Secret when it does not
+// match; 503 when the agent's Secret cannot be read; a tenant's namespace
+// without one is a 401, so that an unsigned request learns nothing), past
+// the sender's budget of refused requests a 429, and then spends the
+// delivery budgets (429); false once it has answered.
+func (r *Receiver) authenticate(w http.ResponseWriter, req *http.Request, h *hook) bool {
+	secrets := r.secrets
+	if h.tenant {
+		secrets = r.tenants.of(h.namespace, h.now)
 	}
-	secret, err := secrets.forProvider(req.Context(), name, now)
-	if err != nil && tenant {
+	secret, err := secrets.forProvider(req.Context(), h.name, h.now)
+	if err != nil && h.tenant {
 		// A namespace without the Secret has no endpoint: refused as a
 		// bad signature is, so that an unsigned request learns nothing.
-		if !r.limiter.refused(addr, now) {
-			w.Header().Set("Retry-After", "1")
-			r.answer(w, name, http.StatusTooManyRequests, "rate_limited", "too many requests that fail the signature check: slow down")
-			return
+		if !r.limiter.refused(h.addr, h.now) {
+			r.slowDown(w, h.name, "too many requests that fail the signature check: slow down")
+			return false
 		}
-		r.log.Info("refused a webhook request for a namespace", "endpoint", endpoint, "remote", addr, "reason", err.Error())
-		r.answer(w, name, http.StatusUnauthorized, "unauthenticated", "the request is not signed with the webhook secret of namespace "+namespace)
-		return
+		r.log.Info("refused a webhook request for a namespace", "endpoint", h.endpoint, "remote", h.addr, "reason", err.Error())
+		r.answer(w, h.name, http.StatusUnauthorized, "unauthenticated", "the request is not signed with the webhook secret of namespace "+h.namespace)
+		return false
 	}
 	if err != nil {
-		r.log.Error(err, "cannot check a webhook request", "provider", name, "remote", addr)
-		r.warn(secrets.name, endpoint, now, "refused a request to /hooks/%s from %s: %v", endpoint, addr, err)
-		r.answer(w, name, http.StatusServiceUnavailable, "no_secret", "the agent has no webhook secret for "+name+": its log and the events on its webhook Secret say what to set")
-		return
+		r.log.Error(err, "cannot check a webhook request", "provider", h.name, "remote", h.addr)
+		r.warn(secrets.name, h.endpoint, h.now, "refused a request to /hooks/%s from %s: %v", h.endpoint, h.addr, err)
+		r.answer(w, h.name, http.StatusServiceUnavailable, "no_secret", "the agent has no webhook secret for "+h.name+": its log and the events on its webhook Secret say what to set")
+		return false
 	}
-	if err := p.verify(req.Header, body, secret); err != nil {
-		if !r.limiter.refused(addr, now) {
-			w.Header().Set("Retry-After", "1")
-			r.answer(w, name, http.StatusTooManyRequests, "rate_limited", "too many requests that fail the signature check: slow down")
-			return
+	if err := h.p.verify(req.Header, h.body, secret); err != nil {
+		if !r.limiter.refused(h.addr, h.now) {
+			r.slowDown(w, h.name, "too many requests that fail the signature check: slow down")
+			return false
 		}
-		r.log.Info("refused an unauthenticated webhook request", "endpoint", endpoint, "remote", addr, "reason", err.Error())
-		r.warn(secrets.name, endpoint, now, "refused a request to /hooks/%s from %s: %v", endpoint, addr, err)
+		r.log.Info("refused an unauthenticated webhook request", "endpoint", h.endpoint, "remote", h.addr, "reason", err.Error())
+		r.warn(secrets.name, h.endpoint, h.now, "refused a request to /hooks/%s from %s: %v", h.endpoint, h.addr, err)
 		msg := "the request is not signed with the webhook secret"
-		if tenant {
-			msg += " of namespace " + namespace
+		if h.tenant {
+			msg += " of namespace " + h.namespace
 		}
-		r.answer(w, name, http.StatusUnauthorized, "unauthenticated", msg)
-		return
+		r.answer(w, h.name, http.StatusUnauthorized, "unauthenticated", msg)
+		return false
 	}
-	if !r.limiter.delivered(addr, now) {
-		w.Header().Set("Retry-After", "1")
-		r.answer(w, name, http.StatusTooManyRequests, "rate_limited", "too many requests: slow down")
-		return
+	if !r.limiter.delivered(h.addr, h.now) {
+		r.slowDown(w, h.name, "too many requests: slow down")
+		return false
 	}
+	return true
+}
 
-	_, event := first(req.Header, p.eventHeaders)
-	_, delivery := first(req.Header, p.deliveryHeaders)
+// newPush answers a replayed delivery (200, ignored), a ping (200) and
+// any event but a push (200, ignored), and remembers the delivery ID of
+// the rest; false once it has answered.
+func (r *Receiver) newPush(w http.ResponseWriter, req *http.Request, h *hook) bool {
+	_, event := first(req.Header, h.p.eventHeaders)
+	_, delivery := first(req.Header, h.p.deliveryHeaders)
 	if delivery != "" {
-		delivery = endpoint + "/" + truncate(delivery, 128)
-		if isFirst, at := r.deliveries.first(delivery, now); !isFirst {
-			r.answer(w, name, http.StatusOK, "replayed", fmt.Sprintf("delivery %s was already received %s ago; ignored", strings.TrimPrefix(delivery, endpoint+"/"), now.Sub(at).Round(time.Second)))
-			return
-		}
-	}
-	forget := func() {
-		if delivery != "" {
-			r.deliveries.forget(delivery)
+		h.delivery = h.endpoint + "/" + truncate(delivery, 128)
+		if isFirst, at := r.deliveries.first(h.delivery, h.now); !isFirst {
+			r.answer(w, h.name, http.StatusOK, "replayed", fmt.Sprintf("delivery %s was already received %s ago; ignored", strings.TrimPrefix(h.delivery, h.endpoint+"/"), h.now.Sub(at).Round(time.Second)))
+			return false
 		}
 	}
 	switch {
-	case slices.Contains(p.pingEvents, event):
-		r.answer(w, name, http.StatusOK, "pong", "pong")
-		return
-	case len(p.eventHeaders) > 0 && !slices.Contains(p.pushEvents, event):
-		r.answer(w, name, http.StatusOK, "ignored", fmt.Sprintf("event %q ignored: only %s events wake Syncs", truncate(event, 64), strings.Join(p.pushEvents, ", ")))
+	case slices.Contains(h.p.pingEvents, event):
+		r.answer(w, h.name, http.StatusOK, "pong", "pong")
+		return false
+	case len(h.p.eventHeaders) > 0 && !slices.Contains(h.p.pushEvents, event):
+		r.answer(w, h.name, http.StatusOK, "ignored", fmt.Sprintf("event %q ignored: only %s events wake Syncs", truncate(event, 64), strings.Join(h.p.pushEvents, ", ")))
+		return false
+	}
+	return true
+}
+
+// wakeFor parses the push (400), wakes the Syncs it matches and passes it
+// to the other shards' agents (Options.Relay), and answers 200 with the
+// Syncs woken. When the push cannot be parsed or passed on (503), its
+// delivery ID is forgotten, so that a retry is not taken for a replay.
+func (r *Receiver) wakeFor(w http.ResponseWriter, req *http.Request, h *hook) {
+	push, err := h.p.parse(h.body)
+	if err != nil {
+		r.forget(h)
+		r.answer(w, h.name, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	push, err := p.parse(body)
+	woken, err := r.wake(req.Context(), push, h.namespace, h.arrived)
 	if err != nil {
-		forget()
-		r.answer(w, name, http.StatusBadRequest, "bad_request", err.Error())
-		return
-	}
-	woken, err := r.wake(req.Context(), push, namespace, arrived)
-	if err != nil {
-		forget()
-		r.log.Error(err, "could not wake Syncs", "provider", name, "refs", push.Refs)
-		r.answer(w, name, http.StatusServiceUnavailable, "unavailable", "could not wake the Syncs; try again")
+		r.forget(h)
+		r.log.Error(err, "could not wake Syncs", "provider", h.name, "refs", push.Refs)
+		r.answer(w, h.name, http.StatusServiceUnavailable, "unavailable", "could not wake the Syncs; try again")
 		return
 	}
 	if r.opts.Relay != nil {
-		if err := r.opts.Relay.Publish(req.Context(), push, namespace, arrived); err != nil {
-			forget()
-			r.log.Error(err, "could not pass a push notice to the other shards", "provider", name, "refs", push.Refs, "configMap", v1alpha1.RelayConfigMap)
-			r.answer(w, name, http.StatusServiceUnavailable, "unavailable", "could not pass the push to the other shards' agents; try again")
+		if err := r.opts.Relay.Publish(req.Context(), push, h.namespace, h.arrived); err != nil {
+			r.forget(h)
+			r.log.Error(err, "could not pass a push notice to the other shards", "provider", h.name, "refs", push.Refs, "configMap", v1alpha1.RelayConfigMap)
+			r.answer(w, h.name, http.StatusServiceUnavailable, "unavailable", "could not pass the push to the other shards' agents; try again")
 			return
 		}
 	}
-	r.log.Info("push received", "endpoint", endpoint, "delivery", strings.TrimPrefix(delivery, endpoint+"/"), "refs", push.Refs, "woken", woken)
+	r.log.Info("push received", "endpoint", h.endpoint, "delivery", strings.TrimPrefix(h.delivery, h.endpoint+"/"), "refs", push.Refs, "woken", woken)
 	msg, result := fmt.Sprintf("woke %d Sync(s)", len(woken)), "woken"
 	if len(woken) == 0 {
 		msg, result = "no Sync follows "+strings.Join(push.Refs, ", ")+" of this repository", "no_match"
@@ -335,7 +396,21 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		// woken are this shard's; the other shards' agents wake theirs.
 		msg, result = fmt.Sprintf("woke %d Sync(s) of this shard; passed to the other shards' agents", len(woken)), "woken"
 	}
-	r.reply(w, name, http.StatusOK, Reply{Message: msg, Woken: woken}, result)
+	r.reply(w, h.name, http.StatusOK, Reply{Message: msg, Woken: woken}, result)
+}
+
+// forget drops the delivery ID of h, so that the sender's retry of a push
+// the receiver could not take is not a replay.
+func (r *Receiver) forget(h *hook) {
+	if h.delivery != "" {
+		r.deliveries.forget(h.delivery)
+	}
+}
+
+// slowDown answers 429 with Retry-After: 1.
+func (r *Receiver) slowDown(w http.ResponseWriter, provider, msg string) {
+	w.Header().Set("Retry-After", "1")
+	r.answer(w, provider, http.StatusTooManyRequests, "rate_limited", msg)
 }
 
 // wake enqueues every Sync the push matches — of namespace only, unless
