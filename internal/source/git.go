@@ -59,15 +59,6 @@ type Request struct {
 	OCI *oci.Request
 }
 
-// Kind is the kind of source req fetches: v1alpha1.SourceOCI when OCI is
-// set, else v1alpha1.SourceGit.
-func (r Request) Kind() v1alpha1.SourceKind {
-	if r.OCI != nil {
-		return v1alpha1.SourceOCI
-	}
-	return v1alpha1.SourceGit
-}
-
 // Short is the first 7 characters of a revision.
 func Short(revision string) string {
 	if strings.Contains(revision, "sha256:") {
