@@ -1,9 +1,7 @@
 package v1alpha1_test
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,30 +15,14 @@ import (
 func TestTheKindOfASourceIsChosenInOnePlace(t *testing.T) {
 	fieldTest := regexp.MustCompile(`\b(OCI|Git)\s*[!=]=\s*nil|\.OCI;\s*\w+\s*[!=]=\s*nil`)
 	choosers := map[string]bool{"api/v1alpha1/source_kind.go": true, "internal/source/kind.go": true}
-	root := filepath.Join("..", "..")
-	for _, dir := range []string{"internal", "cmd", "api"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
-				strings.HasPrefix(d.Name(), "zz_generated") {
-				return err
-			}
-			rel, _ := filepath.Rel(root, path)
-			if choosers[filepath.ToSlash(rel)] {
-				return nil
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			for i, line := range strings.Split(string(data), "\n") {
-				if m := fieldTest.FindString(line); m != "" {
-					t.Errorf("%s:%d chooses the source's kind by its field (%s): switch on Source.Kind() or source.Request.Kind()", rel, i+1, m)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	eachProductFile(t, []string{"internal", "cmd", "api"}, func(rel, data string) {
+		if choosers[rel] || strings.HasPrefix(path.Base(rel), "zz_generated") {
+			return
 		}
-	}
+		for i, line := range strings.Split(data, "\n") {
+			if m := fieldTest.FindString(line); m != "" {
+				t.Errorf("%s:%d chooses the source's kind by its field (%s): switch on Source.Kind() or source.Request.Kind()", rel, i+1, m)
+			}
+		}
+	})
 }
