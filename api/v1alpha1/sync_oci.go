@@ -94,7 +94,8 @@ type OIDCIdentityMatch struct {
 // or "commit <sha>"; for OCI, the oci:// URL and "tag 1.2.0" (or "tag
 // latest" when none is set), "semver >=1.0.0" or "digest sha256:…".
 func (s Source) Origin() (url, ref string) {
-	if o := s.OCI; o != nil {
+	if s.Kind() == SourceOCI {
+		o := s.OCI
 		switch {
 		case o.Digest != "":
 			return o.URL, "digest " + o.Digest

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source"
 )
 
@@ -16,7 +17,7 @@ var fullSHAPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
 // else, if it is one, a full commit SHA. It returns req with the ref set
 // and the revision. flag names the flag ref came from, for errors.
 func resolveRef(ctx context.Context, req source.Request, flag, ref string) (source.Request, string, error) {
-	if req.OCI != nil {
+	if req.Kind() == v1alpha1.SourceOCI {
 		return resolveArtifact(ctx, req, flag, ref)
 	}
 	var errs []error

@@ -33,10 +33,21 @@ func checkSpec(s *v1alpha1.Sync, t *Tenancy) error {
 		errs = append(errs, fmt.Errorf("the Sync's namespace and name make its objects' label %s=%s %d characters long, "+
 			"over the %d a label value allows: %s", v1alpha1.SyncLabel, v, len(v), validation.LabelValueMaxLength, fix))
 	}
-	if s.Spec.Source.OCI != nil {
+	switch s.Spec.Source.Kind() {
+	case v1alpha1.SourceOCI:
 		errs = append(errs, checkOCISpec(s, t)...)
-		return errors.Join(errs...)
+	default: // v1alpha1.SourceGit
+		errs = append(errs, checkGitSpec(s, t)...)
 	}
+	return errors.Join(errs...)
+}
+
+// checkGitSpec returns what is wrong with the git source of s (which
+// checkSpec stalls on) and, for a git Sync, its health checks: a
+// malformed or unsupported address, an SSH address without a deploy key,
+// a ref git cannot hold, a host or protocol a tenant may not use.
+func checkGitSpec(s *v1alpha1.Sync, t *Tenancy) []error {
+	var errs []error
 	g := s.Spec.Source.Git
 	protocol, err := source.Protocol(g.URL)
 	if err != nil {
@@ -55,7 +66,7 @@ func checkSpec(s *v1alpha1.Sync, t *Tenancy) error {
 	if t != nil && t.tenant(s) {
 		errs = append(errs, t.fences(s, protocol)...)
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // stallOnSpec records a spec that checkSpec refused: Ready=False and

@@ -20,9 +20,16 @@ import (
 // error names the Secret, never its content; FetchReason gives its Ready
 // reason.
 func SourceRequest(ctx context.Context, reader Reader, s *v1alpha1.Sync) (source.Request, error) {
-	if s.Spec.Source.OCI != nil {
+	switch s.Spec.Source.Kind() {
+	case v1alpha1.SourceOCI:
 		return ociRequest(ctx, reader, s)
+	default: // v1alpha1.SourceGit
+		return gitRequest(ctx, reader, s)
 	}
+}
+
+// gitRequest is SourceRequest of a Sync with spec.source.git.
+func gitRequest(ctx context.Context, reader Reader, s *v1alpha1.Sync) (source.Request, error) {
 	g := s.Spec.Source.Git
 	req := source.Request{URL: g.URL, Ref: source.Ref{Branch: g.Branch, Tag: g.Tag, Commit: g.Commit}}
 	if g.SecretRef != nil {

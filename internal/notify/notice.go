@@ -117,8 +117,8 @@ func commitOf(s *v1alpha1.Sync, revision string) commit {
 	if revision == "" {
 		return commit{}
 	}
-	if o := s.Spec.Source.OCI; o != nil {
-		return commit{Artifact: oci.Reference(o.URL, revision)}
+	if s.Spec.Source.Kind() == v1alpha1.SourceOCI {
+		return commit{Artifact: oci.Reference(s.Spec.Source.OCI.URL, revision)}
 	}
 	c := commit{URL: CommitURL(s.Spec.Source.Git.URL, revision)}
 	for _, h := range s.Status.History {

@@ -107,9 +107,9 @@ type statusNotice struct {
 	sync   types.NamespacedName
 	labels map[string]string
 	gitURL string
-	// oci is true for a Sync of an OCI artifact, whose revision is no
-	// commit: it has no commit status.
-	oci      bool
+	// kind is the kind of the Sync's source: only a git Sync's revision
+	// is a commit, with a commit status.
+	kind     v1alpha1.SourceKind
 	repo     string // the Sync's CommitStatusRepositoryAnnotation
 	revision string
 	state    CommitState
@@ -118,7 +118,7 @@ type statusNotice struct {
 }
 
 func statusNoticeOf(s *v1alpha1.Sync, revision string, state CommitState, reason, message string) statusNotice {
-	n := statusNotice{sync: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, gitURL: s.Spec.Source.Git.URL, oci: s.Spec.Source.OCI != nil,
+	n := statusNotice{sync: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, gitURL: s.Spec.Source.Git.URL, kind: s.Spec.Source.Kind(),
 		repo: s.Annotations[v1alpha1.CommitStatusRepositoryAnnotation], revision: revision, state: state, reason: reason, message: message}
 	if len(s.Labels) > 0 {
 		n.labels = make(map[string]string, len(s.Labels))
@@ -135,7 +135,7 @@ func statusNoticeOf(s *v1alpha1.Sync, revision string, state CommitState, reason
 // repository is not on t's server, or the Sync follows an OCI artifact,
 // whose revision is no commit of any repository.
 func (t *Target) repository(n statusNotice) (string, bool) {
-	if n.oci {
+	if n.kind != v1alpha1.SourceGit {
 		return "", false
 	}
 	if n.repo != "" {

@@ -33,18 +33,7 @@ func Match(syncs []v1alpha1.Sync, p Push) []*v1alpha1.Sync {
 		if s.Spec.Suspend || !s.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if o := s.Spec.Source.OCI; o != nil {
-			if slices.ContainsFunc(p.Artifacts, func(a Artifact) bool { return matchesArtifact(o, a) }) {
-				woken = append(woken, s)
-			}
-			continue
-		}
-		git := s.Spec.Source.Git
-		ref := source.Ref{Branch: git.Branch, Tag: git.Tag, Commit: git.Commit}.RefName()
-		if ref == "" || !refs[ref] {
-			continue
-		}
-		if key, ok := source.RepositoryKey(git.URL); ok && repos[key] {
+		if wakes(s.Spec.Source, p, repos, refs) {
 			woken = append(woken, s)
 		}
 	}
@@ -55,4 +44,22 @@ func Match(syncs []v1alpha1.Sync, p Push) []*v1alpha1.Sync {
 		return strings.Compare(a.Name, b.Name)
 	})
 	return woken
+}
+
+// wakes reports whether the push p names src, by its kind: an OCI
+// source's artifact, or a git source's repository (a key of repos) and
+// the ref it follows (a key of refs).
+func wakes(src v1alpha1.Source, p Push, repos, refs map[string]bool) bool {
+	switch src.Kind() {
+	case v1alpha1.SourceOCI:
+		return slices.ContainsFunc(p.Artifacts, func(a Artifact) bool { return matchesArtifact(src.OCI, a) })
+	default: // v1alpha1.SourceGit
+		git := src.Git
+		ref := source.Ref{Branch: git.Branch, Tag: git.Tag, Commit: git.Commit}.RefName()
+		if ref == "" || !refs[ref] {
+			return false
+		}
+		key, ok := source.RepositoryKey(git.URL)
+		return ok && repos[key]
+	}
 }

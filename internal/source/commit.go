@@ -8,6 +8,8 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/driftless/driftless/api/v1alpha1"
 )
 
 // Commit is what a commit says about itself.
@@ -37,7 +39,7 @@ func CommitOf(dir, revision string, maxSubject int) (Commit, error) {
 // mirror holds it (it does once Checkout or PathsDigest fetched it); it
 // fetches nothing.
 func (m *Mirror) Commit(req Request, revision string, maxSubject int) (Commit, error) {
-	if req.OCI != nil {
+	if req.Kind() == v1alpha1.SourceOCI {
 		return Commit{}, notGit(req)
 	}
 	r, err := m.repo(req)

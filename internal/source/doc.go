@@ -9,12 +9,13 @@
 // shared between the Syncs of one repository), tells whether paths changed
 // between revisions (PathsDigest), how far a revision is behind its
 // branch's tip (Behind, for holds), what a commit says (Commit), and serves
-// OCI sources the same way. Checkout and Resolve without a Mirror serve the
-// CLI. Every checkout that is read is written by WriteTree, read-only,
-// after checking the whole tree: it refuses entries named "..", ".git" or
-// holding "/", symbolic links that leave the tree, and trees over
-// TreeLimits. CacheLimit keeps the mirrors, artifacts and charts on disk
-// under a size.
+// OCI sources the same way: Request.Kind (v1alpha1.SourceGit or SourceOCI)
+// is the one place that tells them apart. Checkout and Resolve without a
+// Mirror serve the CLI. Every checkout that is read is written by
+// WriteTree, read-only, after checking the whole tree: it refuses entries
+// named "..", ".git" or holding "/", symbolic links that leave the tree,
+// and trees over TreeLimits. CacheLimit keeps the mirrors, artifacts and
+// charts on disk under a size.
 //
 // It authenticates over SSH with a deploy key and a verified host key, over
 // HTTPS with a token or basic auth, and reads file:// repositories directly

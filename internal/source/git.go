@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source/oci"
 )
 
@@ -72,7 +73,7 @@ func Short(revision string) string {
 // Resolve asks the remote which commit req.Ref points to, without
 // fetching objects. A commit ref resolves to itself.
 func Resolve(ctx context.Context, req Request) (string, error) {
-	if req.OCI != nil {
+	if req.Kind() == v1alpha1.SourceOCI {
 		return oci.Resolve(ctx, *req.OCI)
 	}
 	if req.Ref.Commit != "" {
@@ -128,7 +129,7 @@ func Checkout(ctx context.Context, req Request, revision, dir string) (string, e
 
 // checkoutWithin is Checkout with limits on the tree.
 func checkoutWithin(ctx context.Context, req Request, revision, dir string, limits TreeLimits) (string, error) {
-	if req.OCI != nil {
+	if req.Kind() == v1alpha1.SourceOCI {
 		return checkoutOCI(ctx, req, revision, dir)
 	}
 	if head, err := headOf(dir); err == nil && head == revision &&

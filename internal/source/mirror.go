@@ -25,6 +25,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-logr/logr"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source/oci"
 )
 
@@ -199,7 +200,7 @@ type tree struct {
 // Checkout returns the tree of revision of req, fetching it if the mirror
 // does not have it. revision is a full commit hash, as Resolve returns.
 func (m *Mirror) Checkout(ctx context.Context, req Request, revision string) (Tree, error) {
-	if req.OCI != nil {
+	if req.Kind() == v1alpha1.SourceOCI {
 		return m.checkoutOCI(ctx, req, revision)
 	}
 	if !plumbing.IsHash(revision) {
@@ -455,7 +456,7 @@ func (m *Mirror) commit(ctx context.Context, r *mirrored, req Request, revision 
 // cannot tell: the revision is not in the mirror's tips, or a symbolic
 // link under paths may lead to a file outside them.
 func (m *Mirror) PathsDigest(ctx context.Context, req Request, revision string, paths []string) (string, bool, error) {
-	if req.OCI != nil {
+	if req.Kind() == v1alpha1.SourceOCI {
 		return "", false, nil // Checkout verifies
 	}
 	if !plumbing.IsHash(revision) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/driftless/driftless/api/v1alpha1"
 )
 
 // ErrNotInHistory is wrapped by Mirror.Behind's error when a revision is
@@ -25,7 +27,7 @@ var ErrNotInHistory = errors.New("not in the branch's history")
 // the branch's whole history once when the mirror's shallow fetches of
 // its tips left a gap between tip and revision.
 func (m *Mirror) Behind(ctx context.Context, req Request, tip, revision string) (int, error) {
-	if req.OCI != nil {
+	if req.Kind() == v1alpha1.SourceOCI {
 		return 0, notGit(req)
 	}
 	if req.Ref.Tag != "" || req.Ref.Commit != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/internal/source/oci"
 )
 
@@ -30,7 +31,7 @@ func (m *Mirror) Resolve(ctx context.Context, req Request) (string, error) {
 // 3 s cost one ls-remote every 3 s, not 33 a second. The answer may be an
 // error, which is shared the same way.
 func (m *Mirror) ResolveSince(ctx context.Context, req Request, since time.Time) (string, error) {
-	if req.OCI != nil {
+	if req.Kind() == v1alpha1.SourceOCI {
 		m.resolves.Add(1)
 		return oci.Resolve(ctx, *req.OCI)
 	}
