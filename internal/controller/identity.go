@@ -170,10 +170,10 @@ func deniedRead(err error) bool {
 	return errors.As(err, &fe) && fe.Read
 }
 
-// fences returns what a tenant Sync's spec names that it may not: a
-// file:// source (the agent's filesystem, other Syncs' checkouts) and,
-// with CrossNamespaceRefs off, objects of other namespaces.
-func (t Tenancy) fences(s *v1alpha1.Sync, protocol string) []error {
+// gitFences returns what a tenant git Sync's source names that it may
+// not: a file:// source (the agent's filesystem, other Syncs' checkouts)
+// or a host --tenant-source-hosts does not list.
+func (t Tenancy) gitFences(s *v1alpha1.Sync, protocol string) []error {
 	var errs []error
 	if protocol == source.ProtocolFile && !t.FileURLs {
 		errs = append(errs, fmt.Errorf("spec.source.git.url %q is a local path, which only Syncs in the agent's namespace %s may use: "+
@@ -184,6 +184,14 @@ func (t Tenancy) fences(s *v1alpha1.Sync, protocol string) []error {
 			errs = append(errs, err)
 		}
 	}
+	return errs
+}
+
+// refFences returns what a tenant Sync of any source kind names beyond
+// its source that it may not: with CrossNamespaceRefs off, Syncs of
+// other namespaces.
+func (t Tenancy) refFences(s *v1alpha1.Sync) []error {
+	var errs []error
 	if !t.CrossNamespaceRefs {
 		for i, d := range s.Spec.DependsOn {
 			if d.Namespace != "" && d.Namespace != s.Namespace {

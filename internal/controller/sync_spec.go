@@ -39,11 +39,20 @@ func checkSpec(s *v1alpha1.Sync, t *Tenancy) error {
 	default: // v1alpha1.SourceGit
 		errs = append(errs, checkGitSpec(s, t)...)
 	}
+	// What does not depend on the kind of source is checked for every
+	// kind: the health checks, and what a tenant may name beyond its
+	// source.
+	if _, err := health.Compile(s.Spec.HealthChecks); err != nil {
+		errs = append(errs, err)
+	}
+	if t != nil && t.tenant(s) {
+		errs = append(errs, t.refFences(s)...)
+	}
 	return errors.Join(errs...)
 }
 
 // checkGitSpec returns what is wrong with the git source of s (which
-// checkSpec stalls on) and, for a git Sync, its health checks: a
+// checkSpec stalls on): a
 // malformed or unsupported address, an SSH address without a deploy key,
 // a ref git cannot hold, a host or protocol a tenant may not use.
 func checkGitSpec(s *v1alpha1.Sync, t *Tenancy) []error {
@@ -60,11 +69,8 @@ func checkGitSpec(s *v1alpha1.Sync, t *Tenancy) []error {
 	if err := source.CheckRef(source.Ref{Branch: g.Branch, Tag: g.Tag, Commit: g.Commit}); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := health.Compile(s.Spec.HealthChecks); err != nil {
-		errs = append(errs, err)
-	}
 	if t != nil && t.tenant(s) {
-		errs = append(errs, t.fences(s, protocol)...)
+		errs = append(errs, t.gitFences(s, protocol)...)
 	}
 	return errs
 }

@@ -141,6 +141,17 @@ func TestNamespaceAndNameTooLongForTheLabelStallBeforeAnyWrite(t *testing.T) {
 	}
 }
 
+// A health check is the same whatever the source: an OCI Sync's that
+// does not compile stalls it as a git Sync's does.
+func TestCheckSpecRefusesAnOCISyncsHealthCheckThatDoesNotCompile(t *testing.T) {
+	s := &v1alpha1.Sync{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"},
+		Spec: v1alpha1.SyncSpec{Source: v1alpha1.Source{OCI: &v1alpha1.OCISource{URL: "oci://registry.example/team-a/apps"}},
+			HealthChecks: []v1alpha1.HealthCheck{{APIVersion: "example.com/v1", Kind: "Widget", Current: "status.phase =="}}}}
+	if err := checkSpec(s, nil); err == nil || !strings.Contains(err.Error(), "spec.healthChecks[0].current: ") {
+		t.Errorf("checkSpec = %v, want an error naming spec.healthChecks[0].current", err)
+	}
+}
+
 func TestCheckSpecAcceptsSpecsThatCanWork(t *testing.T) {
 	deployKey := &v1alpha1.LocalObjectReference{Name: "git"}
 	tests := []struct {

@@ -203,6 +203,12 @@ func TestATenantSyncMayNotNameWhatIsNotItsOwn(t *testing.T) {
 		{"a repository on a host --tenant-source-hosts does not list is refused", Tenancy{AgentNamespace: agentNamespace, SourceHosts: sourceHosts(t, "github.com,*.corp.example")},
 			func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "https://169.254.169.254/latest/meta-data.git" },
 			"host 169.254.169.254, which a Sync outside the agent's namespace may not fetch from (the agent's --tenant-source-hosts allows github.com,*.corp.example)"},
+		{"an OCI Sync's dependency in another namespace is refused as a git Sync's is", Tenancy{AgentNamespace: agentNamespace},
+			func(s *v1alpha1.Sync) {
+				s.Spec.Source = v1alpha1.Source{OCI: &v1alpha1.OCISource{URL: "oci://registry.example/team-a/apps"}}
+				s.Spec.DependsOn = []v1alpha1.DependencyReference{{Name: "infra", Namespace: "platform"}}
+			},
+			`spec.dependsOn[0].namespace "platform"`},
 		{"a repository on a listed host is allowed", Tenancy{AgentNamespace: agentNamespace, SourceHosts: sourceHosts(t, "github.com,*.corp.example")},
 			func(s *v1alpha1.Sync) { s.Spec.Source.Git.URL = "https://git.corp.example/team-a/apps.git" }, ""},
 	}
