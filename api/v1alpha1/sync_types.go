@@ -529,6 +529,11 @@ type SyncStatus struct {
 	// spec.kubeConfig the Sync last synced to; empty for the agent's own.
 	// +optional
 	Cluster string `json:"cluster,omitempty"`
+	// ClusterProxy is the proxy-url (scheme and host) of the kubeconfig
+	// through which the agent last reached Cluster; empty when it
+	// connected directly. Views connect to Cluster only through it.
+	// +optional
+	ClusterProxy string `json:"clusterProxy,omitempty"`
 	// +listType=map
 	// +listMapKey=type
 	// +optional

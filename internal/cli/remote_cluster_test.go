@@ -28,6 +28,7 @@ import (
 	"github.com/driftless/driftless/api/v1alpha1"
 	"github.com/driftless/driftless/config"
 	"github.com/driftless/driftless/internal/agent/agenttest"
+	"github.com/driftless/driftless/internal/syncview"
 	"github.com/driftless/driftless/internal/testenv"
 	"github.com/driftless/driftless/internal/ui"
 )
@@ -158,6 +159,47 @@ func TestSyncAppliesToARemoteCluster(t *testing.T) {
 				}
 				return ""
 			})
+		}
+	})
+
+	t.Run("the views connect through no proxy the agent did not use", func(t *testing.T) {
+		var synced v1alpha1.Sync
+		agent.Eventually("the Sync records cluster B", func() string {
+			if err := c.Get(ctx, key, &synced); err != nil {
+				return err.Error()
+			}
+			if synced.Status.Cluster == "" {
+				return "status.cluster is empty"
+			}
+			return ""
+		})
+		kc, err := clientcmd.Load(kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc.Clusters["b"].ProxyURL = "http://" + elsewhere
+		proxied, err := clientcmd.Write(*kc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster-b-proxied"},
+			Data: map[string][]byte{"value": proxied}})
+		// The Sync as a view sees it once its kubeconfig names a proxy the
+		// agent has not connected through (the agent did it directly).
+		view := synced.DeepCopy()
+		view.Spec.KubeConfig.SecretRef.Name = "cluster-b-proxied"
+		before := accepted()
+		if _, _, err := syncview.TargetReader(ctx, c, view); err == nil || !strings.Contains(err.Error(), "now reaches it through proxy http://"+elsewhere) {
+			t.Errorf("TargetReader = %v, want a refusal naming the proxy the agent did not use", err)
+		}
+		if n := accepted() - before; n != 0 {
+			t.Errorf("the view connected to the proxy the agent did not use %d times", n)
+		}
+		// Once the agent has reached the cluster through it (and checked
+		// it), the view goes the same way.
+		view.Status.ClusterProxy = "http://" + elsewhere
+		if _, _, err := syncview.TargetReader(ctx, c, view); err != nil {
+			t.Errorf("TargetReader through the proxy the agent used = %v, want a client", err)
 		}
 	})
 

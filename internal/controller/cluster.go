@@ -76,13 +76,14 @@ func NewClusters(scheme *runtime.Scheme, t *Tenancy) *Clusters {
 // remoteCluster is one cluster of a kubeconfig Secret.
 type remoteCluster struct {
 	// key is the Secret and key it came from (clusterKey), version the
-	// Secret's resourceVersion when built, server its address.
-	key, version, server string
-	mapper               meta.RESTMapper
-	identities           *Identities
-	discovery            discovery.DiscoveryInterface
-	probe                discovery.DiscoveryInterface
-	capabilities         capabilities
+	// Secret's resourceVersion when built, server its address, proxy
+	// the kubeconfig's proxy-url ("" for none).
+	key, version, server, proxy string
+	mapper                      meta.RESTMapper
+	identities                  *Identities
+	discovery                   discovery.DiscoveryInterface
+	probe                       discovery.DiscoveryInterface
+	capabilities                capabilities
 	// cache holds the drift watches' informers; stop ends them.
 	cache   cache.Cache
 	stop    context.CancelFunc
@@ -244,7 +245,7 @@ func (c *Clusters) build(key string, kc *engine.KubeConfig) (*remoteCluster, err
 	}
 	ids := NewIdentities(tenancy, agent, cfg, options)
 	ids.cluster = kc.Server
-	rc := &remoteCluster{key: key, version: kc.Version, server: kc.Server, mapper: mapper, identities: ids,
+	rc := &remoteCluster{key: key, version: kc.Version, server: kc.Server, proxy: kc.Proxy, mapper: mapper, identities: ids,
 		discovery: dc, probe: probe, stop: func() {}}
 	if c.watches != nil {
 		opts := ShardCacheOptions(c.shard)

@@ -32,7 +32,7 @@ func (run *syncRun) prepare(ctx context.Context, id identity) (done bool) {
 	t, reason, err := r.targetOf(ctx, s, id, reader)
 	run.tgt = t
 	if t.remote != nil {
-		o.cluster = t.remote.server
+		o.cluster, o.clusterProxy = t.remote.server, t.remote.proxy
 	}
 	if err != nil {
 		return fail(reason, err)

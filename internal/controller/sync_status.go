@@ -55,6 +55,9 @@ type outcome struct {
 	// cluster is the server of the Sync's remote cluster; "" for the
 	// agent's own.
 	cluster string
+	// clusterProxy is the proxy the agent reached cluster through; ""
+	// for none.
+	clusterProxy string
 	// retry is how soon to try again a Sync whose cluster did not
 	// answer (ClusterUnreachable); zero otherwise.
 	retry time.Duration
@@ -236,6 +239,7 @@ func clock(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC"
 func setStatus(st *v1alpha1.SyncStatus, generation int64, o outcome) {
 	st.ObservedGeneration = generation
 	st.Cluster = o.cluster
+	st.ClusterProxy = o.clusterProxy
 	if o.revision != "" {
 		st.LastAttemptedRevision = o.revision
 	}

@@ -25,8 +25,9 @@ const targetTimeout = 10 * time.Second
 // messages. Its errors name the Secret and the cluster, never what the
 // Secret holds; a viewer who may not read the Secret is told so, and
 // what to ask for. Only the server the agent last synced s to
-// (status.cluster) is connected to: a kubeconfig that names another is
-// an error, and no connection is made.
+// (status.cluster), through the proxy it used (status.clusterProxy), is
+// connected to: a kubeconfig that names another server or proxy is an
+// error, and no connection is made.
 func TargetReader(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (client.Reader, string, error) {
 	if s.Spec.KubeConfig == nil {
 		return c, v1alpha1.InCluster, nil
@@ -50,6 +51,13 @@ func TargetReader(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (clien
 		}
 		return nil, cluster, fmt.Errorf("the Sync last synced to cluster %s, and its kubeconfig (Secret %s) now names %s: its objects are read once it has synced there", s.Status.Cluster, secret, kc.Server)
 	}
+	// And only through the proxy the agent reached it through, which it
+	// checked too: a kubeconfig that now names another proxy (or one
+	// where there was none) is not connected through.
+	if kc.Proxy != s.Status.ClusterProxy {
+		return nil, cluster, fmt.Errorf("the Sync last synced to cluster %s %s, and its kubeconfig (Secret %s) now reaches it %s: its objects are read once the Sync has synced that way",
+			s.Status.Cluster, proxyWords(s.Status.ClusterProxy), secret, proxyWords(kc.Proxy))
+	}
 	cfg := rest.CopyConfig(kc.Config)
 	cfg.Timeout = targetTimeout
 	cfg.UserAgent = "driftless"
@@ -58,4 +66,12 @@ func TargetReader(ctx context.Context, c client.Reader, s *v1alpha1.Sync) (clien
 		return nil, kc.Server, fmt.Errorf("the objects are in cluster %s, which cannot be reached: %w", kc.Server, err)
 	}
 	return tc, kc.Server, nil
+}
+
+// proxyWords names how a cluster is reached, for messages.
+func proxyWords(proxy string) string {
+	if proxy == "" {
+		return "directly"
+	}
+	return "through proxy " + proxy
 }
